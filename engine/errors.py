@@ -1,0 +1,61 @@
+"""Errors the engine raises, in the engine's own vocabulary.
+
+A flat list of plain exception classes. The gateway maps them onto wire error codes in one
+place (gateway/mapping.py); nothing here knows about any wire protocol.
+"""
+
+
+class EngineError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class CorruptBatch(EngineError):
+    """Batch bytes (from a caller or from disk) fail a structural or checksum check."""
+
+
+class OffsetOutOfRange(EngineError):
+    """An offset lies outside [start_offset, end_offset] of a log."""
+
+
+class DuplicateBatch(EngineError):
+    """A producer resent a batch already stored; `base_offset` is where the original lives."""
+
+    def __init__(self, base_offset: int) -> None:
+        super().__init__(f"duplicate of the batch stored at offset {base_offset}")
+        self.base_offset = base_offset
+
+
+class OutOfOrderSequence(EngineError):
+    """A producer's batch does not continue its sequence numbers."""
+
+
+class StaleProducerEpoch(EngineError):
+    """A producer wrote with an epoch older than one already seen for its id."""
+
+
+class DataDirLocked(EngineError):
+    """Another process holds the lock on a data directory."""
+
+
+class InvalidName(EngineError):
+    """A topic or owner name the engine does not allow."""
+
+
+class TopicExists(EngineError):
+    """A topic of that name already exists."""
+
+
+class UnknownTopic(EngineError):
+    """No topic of that name (or id)."""
+
+
+class UnknownPartition(EngineError):
+    """The topic has no partition of that index."""
+
+
+class InvalidPartitionCount(EngineError):
+    """A partition count below one, above the slot space, or a decrease."""
+
+
+class InvalidConfig(EngineError):
+    """A configuration name or value the engine does not accept."""

@@ -1,0 +1,238 @@
+"""A partition log: an ordered list of segments, the last of which takes appends.
+
+Offsets are dense: each batch's base offset is the previous batch's next offset. The log
+keeps [start_offset, end_offset): start moves up through delete_records and retention (whole
+segments are deleted only once everything in them lies below start), end moves up by appends.
+Time comes from the injected now_ms; nothing here reads the clock itself.
+"""
+
+from bisect import bisect_right
+from collections.abc import Callable
+
+from ..errors import CorruptBatch, OffsetOutOfRange
+from ..store import Store, join
+from ..store.atomic import write_atomically
+from .batch import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, crc_ok, parse_header, set_base_offset
+from .config import LogConfig
+from .files import CLEAN_SHUTDOWN_FILE, PRODUCERS_SUFFIX, offset_file, offsets_with_suffix, write_start_offset
+from .recovery import Recovered, recover
+from .segment import Segment
+
+SNAPSHOTS_KEPT = 2  # the newest plus one spare in case the newest is damaged
+
+
+class PartitionLog:
+    def __init__(
+        self,
+        store: Store,
+        path: str,
+        config: LogConfig,
+        now_ms: Callable[[], int],
+        recovered: Recovered,
+    ) -> None:
+        self.store = store
+        self.path = path
+        self.config = config
+        self.now_ms = now_ms
+        self.start_offset = recovered.start_offset
+        self.producer_state = recovered.producer_state
+        self._segments = recovered.segments
+        self._closed = False
+        self._active_since_ms = self._first_batch_ms()
+        self._active.open_for_append()
+        self._delete_segments_below_start()
+
+    @classmethod
+    def open(cls, store: Store, path: str, config: LogConfig, now_ms: Callable[[], int]) -> "PartitionLog":
+        """Open the log at `path`, creating it empty or recovering what is there."""
+        return cls(store, path, config, now_ms, recover(store, path, config))
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def _active(self) -> Segment:
+        return self._segments[-1]
+
+    @property
+    def end_offset(self) -> int:
+        return self._active.next_offset
+
+    @property
+    def max_timestamp(self) -> int:
+        return max(segment.max_timestamp for segment in self._segments)
+
+    @property
+    def max_timestamp_offset(self) -> int:
+        newest = max(self._segments, key=lambda segment: segment.max_timestamp)  # first of equals
+        return newest.max_timestamp_offset
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    def size_bytes(self) -> int:
+        return sum(segment.size_bytes for segment in self._segments)
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(self, batch: bytearray, header: BatchHeader) -> int:
+        """Store `batch` at offset end_offset (written into its bytes) and return that offset."""
+        assert not self._closed, "append to a closed log"
+        _check_batch(batch, header)
+        self.producer_state.check(header)
+        header = header._replace(base_offset=self.end_offset)
+        if self._should_roll(header):
+            self._roll()
+        set_base_offset(batch, header.base_offset)
+        self._active.append(batch, header)
+        self.producer_state.update(header)
+        if self._active_since_ms is None:
+            self._active_since_ms = self.now_ms()
+        if self.config.sync_every_append:
+            self.flush()
+        return header.base_offset
+
+    def _should_roll(self, header: BatchHeader) -> bool:
+        active = self._active
+        if active.size_bytes == 0:
+            return False  # never leave an empty segment behind; a huge batch gets its own
+        too_big = active.size_bytes + header.size > self.config.segment_bytes
+        too_old = self._active_since_ms is not None and self.now_ms() - self._active_since_ms > self.config.segment_ms
+        return too_big or too_old or not active.fits_offsets(header)
+
+    def _roll(self) -> None:
+        """Seal the active segment (fsynced, so recovery may trust it) and start the next."""
+        self._active.seal()
+        base = self.end_offset
+        self._write_producer_snapshot(base)
+        segment = Segment(self.store, self.path, base, self.config)
+        segment.open_for_append()
+        self._segments.append(segment)
+        self._active_since_ms = None
+
+    def _write_producer_snapshot(self, offset: int) -> None:
+        path = offset_file(self.path, offset, PRODUCERS_SUFFIX)
+        write_atomically(self.store, path, self.producer_state.to_bytes(offset))
+        for old in offsets_with_suffix(self.store, self.path, PRODUCERS_SUFFIX)[:-SNAPSHOTS_KEPT]:
+            self.store.delete(offset_file(self.path, old, PRODUCERS_SUFFIX))
+
+    def _first_batch_ms(self) -> int | None:
+        """When the active segment's age started: its first batch's timestamp, but never in
+        the future (a client's clock must not keep a segment from rolling)."""
+        active = self._active
+        if active.size_bytes == 0:
+            return None
+        timestamp = parse_header(self.store.read(active.log_path, 0, HEADER_BYTES)).max_timestamp
+        now = self.now_ms()
+        return min(timestamp, now) if timestamp >= 0 else now
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding `offset`, up to max_bytes, but at least one."""
+        self._check_offset(offset)
+        parts: list[bytes] = []
+        remaining = max_bytes
+        for segment in self._segments[self._segment_index(offset) :]:
+            data, offset = segment.read(max(offset, segment.base_offset), remaining, at_least_one=not parts)
+            parts.append(data)
+            remaining -= len(data)
+            if offset < segment.next_offset or remaining <= 0:
+                break  # stopped inside this segment: what follows would leave a hole
+        return b"".join(parts)
+
+    def batch_at(self, offset: int) -> bytes | None:
+        """The batch holding `offset`, None if no readable batch does."""
+        if not self.start_offset <= offset < self.end_offset:
+            return None
+        segment = self._segments[self._segment_index(offset)]
+        found = segment.locate(offset)
+        return segment.batch_bytes(*found) if found is not None else None
+
+    def batch_at_time(self, timestamp_ms: int) -> bytes | None:
+        """The first readable batch whose max_timestamp >= timestamp_ms."""
+        for segment in self._segments:
+            if segment.next_offset <= self.start_offset:
+                continue
+            found = segment.find_time(timestamp_ms, self.start_offset)
+            if found is not None:
+                return segment.batch_bytes(*found)
+        return None
+
+    def _check_offset(self, offset: int) -> None:
+        if not self.start_offset <= offset <= self.end_offset:
+            raise OffsetOutOfRange(f"offset {offset} outside [{self.start_offset}, {self.end_offset}]")
+
+    def _segment_index(self, offset: int) -> int:
+        return bisect_right(self._segments, offset, key=lambda segment: segment.base_offset) - 1
+
+    # -- deleting --------------------------------------------------------------------------
+
+    def delete_records(self, before_offset: int) -> int:
+        """Make offsets below before_offset unreadable; returns the new start_offset."""
+        if before_offset > self.end_offset:
+            raise OffsetOutOfRange(f"cannot delete up to {before_offset}, log ends at {self.end_offset}")
+        if before_offset > self.start_offset:
+            self._move_start(before_offset)
+        return self.start_offset
+
+    def apply_retention(self) -> int:
+        """Delete the oldest segments that retention_ms or retention_bytes condemn."""
+        deleted = 0
+        while len(self._segments) > 1 and self._expired(self._segments[0]):
+            self._move_start(max(self.start_offset, self._segments[1].base_offset))
+            deleted += 1
+        return deleted
+
+    def _expired(self, segment: Segment) -> bool:
+        retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
+        too_old = retention_ms >= 0 and self.now_ms() - segment.max_timestamp > retention_ms
+        too_big = retention_bytes >= 0 and self.size_bytes() - segment.size_bytes >= retention_bytes
+        return too_old or too_big
+
+    def _move_start(self, offset: int) -> None:
+        """Checkpoint first, then delete: a crash in between only leaves files that the next
+        open deletes again."""
+        self.start_offset = offset
+        write_start_offset(self.store, self.path, offset)
+        self._delete_segments_below_start()
+
+    def _delete_segments_below_start(self) -> None:
+        while len(self._segments) > 1 and self._segments[0].next_offset <= self.start_offset:
+            self._segments.pop(0).delete()
+        first = self._segments[0].base_offset
+        for offset in offsets_with_suffix(self.store, self.path, PRODUCERS_SUFFIX):
+            if offset < first:
+                self.store.delete(offset_file(self.path, offset, PRODUCERS_SUFFIX))
+
+    # -- durability ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Make every appended batch durable (fsync the active segment and its indexes)."""
+        self._active.flush()
+
+    def close(self) -> None:
+        """Flush, snapshot producer state and mark the shutdown clean, so the next open
+        trusts the files after cheap checks instead of scanning the active segment."""
+        if self._closed:
+            return
+        self._active.seal()
+        self._write_producer_snapshot(self.end_offset)
+        write_atomically(self.store, join(self.path, CLEAN_SHUTDOWN_FILE), b"")
+        self._closed = True
+
+
+def _check_batch(batch: bytearray, header: BatchHeader) -> None:
+    """Validate a caller's batch before it reaches the disk (assert on both sides)."""
+    if len(batch) != header.size or not _same_content(parse_header(batch), header):
+        raise CorruptBatch("batch bytes do not match the header given with them")
+    if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH or header.last_offset_delta < 0:
+        raise CorruptBatch(f"not a storable batch: {header}")
+    if not crc_ok(batch, 0, header):
+        raise CorruptBatch("batch checksum mismatch")
+
+
+def _same_content(a: BatchHeader, b: BatchHeader) -> bool:
+    """Equal apart from base offset and leader epoch, which callers may patch into the bytes
+    after parsing (both lie outside the CRC)."""
+    return a._replace(base_offset=0, leader_epoch=0) == b._replace(base_offset=0, leader_epoch=0)

@@ -1,0 +1,187 @@
+"""Bring a partition directory back to a consistent state when a log opens.
+
+After a clean close (the clean-shutdown marker exists) every segment is trusted after cheap
+checks: its index files parse and point inside the log, and the batches after the last index
+entry validate up to the exact end of the file. Without the marker the process may have died
+mid-write (kill -9, power loss), so the last segment is scanned whole: every batch must have a
+sane length, magic 2, a correct CRC32C and the offset following its predecessor. The log is
+cut at the first batch that fails, indexes are rebuilt from what survives, and segments that
+would start past the cut are dropped. Any segment failing the cheap checks is scanned whole too.
+Segments are rolled only after the previous one was fsynced, so older segments are normally
+intact and only the cheap checks run on them.
+
+Producer state is loaded from the newest usable snapshot and brought up to date by reading
+the batch headers that follow it.
+"""
+
+from dataclasses import dataclass
+
+from ..errors import CorruptBatch
+from ..store import Store, join
+from ..store.atomic import read_whole, write_atomically
+from .config import LogConfig
+from .files import (
+    CLEAN_SHUTDOWN_FILE,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    PRODUCERS_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TMP_SUFFIX,
+    offset_file,
+    offsets_with_suffix,
+    read_start_offset,
+)
+from .index import IndexInvalid, OffsetIndex, TimeIndex, check_offset_index, check_time_index
+from .producers import ProducerState
+from .segment import Segment, valid_batches
+
+
+@dataclass
+class Recovered:
+    segments: list[Segment]
+    start_offset: int
+    producer_state: ProducerState
+
+
+def recover(store: Store, directory: str, config: LogConfig) -> Recovered:
+    store.mkdir(directory)
+    clean = store.exists(join(directory, CLEAN_SHUTDOWN_FILE))
+    _delete_leftovers(store, directory)
+    segments = _load_segments(store, directory, config, clean)
+    if not segments:
+        segments = [_new_segment(store, directory, read_start_offset(store, directory), config)]
+    start_offset = min(max(read_start_offset(store, directory), segments[0].base_offset), segments[-1].next_offset)
+    producers = _recover_producers(store, directory, segments)
+    store.delete(join(directory, CLEAN_SHUTDOWN_FILE))  # from here on a crash means dirty
+    return Recovered(segments, start_offset, producers)
+
+
+def _delete_leftovers(store: Store, directory: str) -> None:
+    """Half-written temp files and indexes whose log is gone."""
+    logs = set(offsets_with_suffix(store, directory, LOG_SUFFIX))
+    for name in store.list(directory):
+        if name.endswith(TMP_SUFFIX):
+            store.delete(join(directory, name))
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for base in set(offsets_with_suffix(store, directory, suffix)) - logs:
+            store.delete(offset_file(directory, base, suffix))
+
+
+def _load_segments(store: Store, directory: str, config: LogConfig, clean: bool) -> list[Segment]:
+    bases = offsets_with_suffix(store, directory, LOG_SUFFIX)
+    segments: list[Segment] = []
+    for i, base in enumerate(bases):
+        if segments and base != segments[-1].next_offset:
+            _drop_segments(store, directory, bases[i:], config)  # a gap or overlap: keep the prefix
+            break
+        segment, cut = _load_segment(store, directory, base, config, trusted=clean or i < len(bases) - 1)
+        segments.append(segment)
+        if cut:
+            _drop_segments(store, directory, bases[i + 1 :], config)
+            break
+    return segments
+
+
+def _drop_segments(store: Store, directory: str, bases: list[int], config: LogConfig) -> None:
+    for base in bases:
+        Segment(store, directory, base, config).delete()
+
+
+def _load_segment(store: Store, directory: str, base: int, config: LogConfig, trusted: bool) -> tuple[Segment, bool]:
+    """(segment, whether its log was cut)."""
+    if trusted:
+        try:
+            return _load_checked(store, directory, base, config), False
+        except (IndexInvalid, CorruptBatch, FileNotFoundError):
+            pass  # fall through to a full scan
+    return _rebuild(store, directory, base, config)
+
+
+def _load_checked(store: Store, directory: str, base: int, config: LogConfig) -> Segment:
+    """Load a segment's indexes and validate the batches after the last index entry."""
+    segment = Segment(store, directory, base, config)
+    log_bytes = store.size(segment.log_path)
+    segment.offset_index = OffsetIndex.from_bytes(read_whole(store, segment.index_path))
+    segment.time_index = TimeIndex.from_bytes(read_whole(store, segment.time_index_path))
+    check_offset_index(segment.offset_index, log_bytes, 2**32)
+    counts = (len(segment.offset_index), len(segment.time_index))
+    _start_at_last_entry(segment)
+    for position, header in valid_batches(segment, segment.size_bytes, segment.next_offset, log_bytes):
+        segment.track(position, header)
+    if segment.size_bytes != log_bytes:
+        raise CorruptBatch(f"{segment.log_path} does not end with a whole valid batch")
+    check_time_index(segment.time_index, segment.next_offset - base)
+    if counts != (len(segment.offset_index), len(segment.time_index)):
+        _write_indexes(segment)  # entries lost in a crash were re-derived from the log
+    return segment
+
+
+def _start_at_last_entry(segment: Segment) -> None:
+    """Position the segment's counters at its last offset index entry, ready to replay
+    the tail; the time index already covers everything before that entry."""
+    relative, position = segment.offset_index.last() or (0, 0)
+    segment.next_offset = segment.base_offset + relative
+    segment.size_bytes = position
+    segment.indexed_position = position
+    last_time = segment.time_index.last()
+    if last_time is not None:
+        segment.max_timestamp, segment.max_timestamp_offset = last_time[0], segment.base_offset + last_time[1]
+
+
+def _rebuild(store: Store, directory: str, base: int, config: LogConfig) -> tuple[Segment, bool]:
+    """Scan the whole log, cut it after the last valid batch and rewrite both indexes."""
+    segment = Segment(store, directory, base, config)
+    log_bytes = store.size(segment.log_path)
+    for position, header in valid_batches(segment, 0, base, log_bytes):
+        segment.track(position, header)
+    cut = segment.size_bytes < log_bytes
+    if cut:
+        store.truncate(segment.log_path, segment.size_bytes)
+    _write_indexes(segment)
+    return segment, cut
+
+
+def _write_indexes(segment: Segment) -> None:
+    write_atomically(segment.store, segment.index_path, segment.offset_index.to_bytes())
+    write_atomically(segment.store, segment.time_index_path, segment.time_index.to_bytes())
+
+
+def _new_segment(store: Store, directory: str, base: int, config: LogConfig) -> Segment:
+    segment = Segment(store, directory, base, config)
+    segment.open_for_append()  # creates the three files
+    segment.flush()
+    segment.close()
+    return segment
+
+
+def _recover_producers(store: Store, directory: str, segments: list[Segment]) -> ProducerState:
+    offset, state = _load_snapshot(store, directory, segments)
+    for segment in segments:
+        if segment.next_offset <= offset:
+            continue
+        found = segment.locate(max(offset, segment.base_offset))
+        assert found is not None
+        for _, header in segment.headers_from(found[0], found[1].base_offset):
+            state.update(header)
+    return state
+
+
+def _load_snapshot(store: Store, directory: str, segments: list[Segment]) -> tuple[int, ProducerState]:
+    """The newest snapshot lying within the log; stale or damaged ones are deleted."""
+    first, end = segments[0].base_offset, segments[-1].next_offset
+    for offset in reversed(offsets_with_suffix(store, directory, PRODUCERS_SUFFIX)):
+        path = offset_file(directory, offset, PRODUCERS_SUFFIX)
+        if first <= offset <= end:
+            try:
+                return _read_snapshot(store, path, offset)
+            except (ValueError, KeyError, TypeError):
+                pass  # damaged: fall back to an older snapshot or a full header scan
+        store.delete(path)
+    return first, ProducerState()
+
+
+def _read_snapshot(store: Store, path: str, offset: int) -> tuple[int, ProducerState]:
+    stored_offset, state = ProducerState.from_bytes(read_whole(store, path))
+    if stored_offset != offset:
+        raise ValueError(f"{path} holds the state at offset {stored_offset}")
+    return offset, state

@@ -1,0 +1,256 @@
+"""One segment of a partition log: a log file plus its two sparse indexes.
+
+On-disk layout of a partition directory (all integers big-endian):
+
+    00000000000000000000.log        batches exactly as appended, back to back; each batch's
+                                    base_offset is its real offset (see batch.py)
+    00000000000000000000.index      offset index, 8-byte entries:
+                                        relative offset u32 | file position u32
+    00000000000000000000.timeindex  time index, 12-byte entries:
+                                        max timestamp so far i64 | relative offset u32
+    00000000000000004242.log ...    the next segment, named by its base offset (20 digits)
+    00000000000000004242.producers  producer state as of offset 4242 (producers.py)
+    start-offset                    log start offset checkpoint, decimal text
+    clean-shutdown                  present only while the log is closed cleanly
+
+Invariants:
+- A segment named B holds batches with offsets [B, next segment's B), contiguous and dense:
+  each batch's base_offset equals the previous batch's next_offset.
+- Relative offsets are offset - B and fit in u32 (the log rolls before they would not);
+  file positions fit in u32 (segment_bytes is capped below 2**31).
+- Offset index: before a batch is written at position P, an entry (its base_offset - B, P) is
+  added when at least index_interval_bytes have passed since the last indexed position
+  (position 0 is implicitly indexed). To find offset O: take the last entry with relative
+  offset <= O - B and scan batch headers forward from its position.
+- Time index: whenever an offset index entry is added, and again when the segment stops
+  being active, an entry (M, R) is added if the running max timestamp M grew; R is the relative
+  base offset of the first batch holding M. Every batch before R has max_timestamp <= M, so a
+  search for timestamp T scans forward from the last entry with M < T.
+- Both index columns strictly increase. Indexes are derived data: recovery rebuilds them
+  from the log whenever they are missing or disagree with it.
+"""
+
+from collections.abc import Iterator
+
+from ..errors import CorruptBatch
+from ..store import AppendFile, Store
+from .batch import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, crc_ok, iter_batches, parse_header
+from .config import LogConfig
+from .files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, offset_file
+from .index import OffsetIndex, TimeIndex
+
+RELATIVE_OFFSET_MAX = 2**32 - 1
+SCAN_CHUNK_BYTES = 1 << 20  # how much recovery reads at a time while validating batches
+
+
+class Segment:
+    def __init__(self, store: Store, directory: str, base_offset: int, config: LogConfig) -> None:
+        self.store = store
+        self.directory = directory
+        self.base_offset = base_offset
+        self.config = config
+        self.next_offset = base_offset
+        self.size_bytes = 0
+        self.max_timestamp = -1
+        self.max_timestamp_offset = -1
+        self.offset_index = OffsetIndex()
+        self.time_index = TimeIndex()
+        self.indexed_position = 0
+        self._log: AppendFile | None = None
+
+    # -- files ---------------------------------------------------------------------------
+
+    @property
+    def log_path(self) -> str:
+        return offset_file(self.directory, self.base_offset, LOG_SUFFIX)
+
+    @property
+    def index_path(self) -> str:
+        return offset_file(self.directory, self.base_offset, INDEX_SUFFIX)
+
+    @property
+    def time_index_path(self) -> str:
+        return offset_file(self.directory, self.base_offset, TIME_INDEX_SUFFIX)
+
+    def open_for_append(self) -> None:
+        """Open the log and index files for appending (only the active segment is open)."""
+        self._log = self.store.open_append(self.log_path)
+        assert self._log.size == self.size_bytes, f"{self.log_path} changed under us"
+        self.offset_index.open(self.store, self.index_path)
+        self.time_index.open(self.store, self.time_index_path)
+
+    def flush(self) -> None:
+        if self._log is not None:
+            self._log.sync()
+        self.offset_index.sync()
+        self.time_index.sync()
+
+    def seal(self) -> None:
+        """Finish the time index, make everything durable and close the files."""
+        self._index_max_timestamp()
+        self.flush()
+        self.close()
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        self.offset_index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            self.store.delete(path)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def fits_offsets(self, header: BatchHeader) -> bool:
+        """True if the batch's relative offsets still fit the indexes' u32 column."""
+        return header.last_offset - self.base_offset <= RELATIVE_OFFSET_MAX
+
+    def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader) -> None:
+        assert self._log is not None, "append to a segment that is not active"
+        assert header.base_offset == self.next_offset and len(batch) == header.size
+        position = self.size_bytes
+        self._log.write(batch)  # log first: an index entry must never point past the log
+        self.track(position, header)
+
+    def track(self, position: int, header: BatchHeader) -> None:
+        """Account for a batch at `position`: sizes, offsets, max timestamp, index entries.
+        Shared by append and recovery so both build identical indexes."""
+        indexed = position - self.indexed_position >= self.config.index_interval_bytes
+        if indexed:
+            self.offset_index.append(header.base_offset - self.base_offset, position)
+            self.indexed_position = position
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.max_timestamp_offset = header.base_offset
+        if indexed:
+            self._index_max_timestamp()
+        self.next_offset = header.next_offset
+        self.size_bytes = position + header.size
+
+    def _index_max_timestamp(self) -> None:
+        last = self.time_index.last()
+        if self.max_timestamp >= 0 and (last is None or self.max_timestamp > last[0]):
+            self.time_index.append(self.max_timestamp, self.max_timestamp_offset - self.base_offset)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def locate(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """Position and header of the batch holding `offset`, None if past this segment."""
+        if offset >= self.next_offset:
+            return None
+        entry = self.offset_index.floor(offset - self.base_offset)
+        relative, position = entry if entry is not None else (0, 0)
+        for position, header in self.headers_from(position, self.base_offset + relative):
+            if header.next_offset > offset:
+                return position, header
+        raise CorruptBatch(f"{self.log_path} ends before offset {offset}")
+
+    def headers_from(self, position: int, base_offset: int) -> Iterator[tuple[int, BatchHeader]]:
+        """Headers of the batches from `position` (whose base offset must be `base_offset`)
+        to the end of the segment, reading about one index interval at a time."""
+        chunk_bytes = max(self.config.index_interval_bytes, 4096) + HEADER_BYTES
+        while position < self.size_bytes:
+            data = self.store.read(self.log_path, position, min(chunk_bytes, self.size_bytes - position))
+            at = 0
+            while len(data) - at >= HEADER_BYTES:
+                header = parse_header(data, at)
+                self._check_stored(position + at, header, base_offset)
+                yield position + at, header
+                at += header.size
+                base_offset = header.next_offset
+            if at == 0:
+                raise CorruptBatch(f"{self.log_path} has a torn batch at {position}")
+            position += at
+
+    def _check_stored(self, position: int, header: BatchHeader, base_offset: int) -> None:
+        """Structural checks on a header read back from disk (checksums are left to recovery
+        and to consumers)."""
+        sane = header.batch_length >= MIN_BATCH_LENGTH and header.magic == MAGIC
+        if not sane or header.base_offset != base_offset or position + header.size > self.size_bytes:
+            raise CorruptBatch(f"{self.log_path}: bad batch at position {position}: {header}")
+
+    def read(self, offset: int, max_bytes: int, at_least_one: bool) -> tuple[bytes, int]:
+        """Whole batches from the one holding `offset`, at most max_bytes of them, or
+        exactly one whole batch when `at_least_one` and the first is larger. Returns the
+        bytes and the offset that follows them."""
+        found = self.locate(offset)
+        if found is None:
+            return b"", offset
+        position, first = found
+        if first.size > max_bytes and not at_least_one:
+            return b"", first.base_offset
+        length = min(max(max_bytes, first.size), self.size_bytes - position)
+        data = self.store.read(self.log_path, position, length)
+        end, next_offset = _whole_batches(data, first)
+        return data[:end], next_offset
+
+    def batch_bytes(self, position: int, header: BatchHeader) -> bytes:
+        data = self.store.read(self.log_path, position, header.size)
+        if len(data) != header.size or parse_header(data) != header:
+            raise CorruptBatch(f"{self.log_path}: batch at {position} changed while read")
+        return data
+
+    def find_time(self, timestamp_ms: int, min_offset: int) -> tuple[int, BatchHeader] | None:
+        """The first batch holding min_offset or later whose max_timestamp >= timestamp_ms."""
+        if self.max_timestamp < timestamp_ms:
+            return None
+        entry = self.time_index.below(timestamp_ms)
+        start = max(min_offset, self.base_offset + entry[1] if entry is not None else self.base_offset)
+        found = self.locate(start)
+        if found is None:
+            return None
+        for position, header in self.headers_from(found[0], found[1].base_offset):
+            if header.max_timestamp >= timestamp_ms:
+                return position, header
+        return None
+
+
+def _whole_batches(data: bytes, first: BatchHeader) -> tuple[int, int]:
+    """(length, next offset) of the prefix of `data` made of whole, contiguous batches
+    starting with `first`; checks what was read against what was located."""
+    end, expected = 0, first.base_offset
+    for position, header in iter_batches(data):
+        if header.base_offset != expected or (position == 0 and header != first):
+            raise CorruptBatch(f"unexpected batch {header} where offset {expected} belongs")
+        end, expected = position + header.size, header.next_offset
+    return end, expected
+
+
+def valid_batches(segment: Segment, position: int, base_offset: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
+    """Batches from `position` that pass every check (structure, magic, contiguous offsets,
+    CRC32C), stopping silently at the first one that does not: the recovery scan."""
+    while position < end:
+        data = _read_for_scan(segment, position, end)
+        at = 0
+        for at_, header in iter_batches(data):
+            if not _batch_valid(data, at_, header, base_offset):
+                return
+            yield position + at_, header
+            base_offset = header.next_offset
+            at = at_ + header.size
+        if at == 0:
+            return
+        position += at
+
+
+def _read_for_scan(segment: Segment, position: int, end: int) -> bytes:
+    data = segment.store.read(segment.log_path, position, min(SCAN_CHUNK_BYTES, end - position))
+    if len(data) < HEADER_BYTES:
+        return data
+    size = parse_header(data).size
+    if len(data) < size <= end - position:  # one batch bigger than a chunk: read it whole
+        data = segment.store.read(segment.log_path, position, size)
+    return data
+
+
+def _batch_valid(data: bytes, position: int, header: BatchHeader, base_offset: int) -> bool:
+    return (
+        header.magic == MAGIC
+        and header.base_offset == base_offset
+        and header.last_offset_delta >= 0
+        and crc_ok(data, position, header)
+    )

@@ -1,0 +1,70 @@
+"""The storage interface the engine writes through.
+
+Deliberately small and synchronous so that every backend (local disk, memory, HDFS) can pass
+one conformance suite (tests/contract/test_store_contract.py).
+
+Paths are '/'-separated strings relative to the store's root, e.g. "orders-0/00000000000000000000.log".
+Missing files raise FileNotFoundError from size/read/truncate/rename; list, delete and exists
+treat a missing path as empty, absent and false.
+"""
+
+from typing import Protocol
+
+
+class AppendFile(Protocol):
+    """An open file that only grows. `write` hands bytes to the backend at once (no buffering
+    in the process), so a killed process loses nothing written; `sync` makes them durable."""
+
+    @property
+    def size(self) -> int: ...
+
+    def write(self, data: bytes | memoryview) -> None: ...
+
+    def sync(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Store(Protocol):
+    def mkdir(self, path: str) -> None:
+        """Create a directory and its parents; no error if it exists."""
+
+    def list(self, path: str) -> list[str]:
+        """Sorted names of the children of a directory; [] if it does not exist."""
+        ...
+
+    def size(self, path: str) -> int:
+        """Size of a file in bytes."""
+        ...
+
+    def read(self, path: str, offset: int, length: int) -> bytes:
+        """Up to `length` bytes from `offset`; shorter only at end of file."""
+        ...
+
+    def open_append(self, path: str) -> AppendFile:
+        """Open a file for appending, creating it if missing (its directory must exist)."""
+        ...
+
+    def truncate(self, path: str, size: int) -> None:
+        """Cut a file down to `size` bytes."""
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move src to dst atomically, replacing a file at dst."""
+
+    def delete(self, path: str) -> None:
+        """Remove a file or a whole directory tree; no error if missing."""
+
+    def exists(self, path: str) -> bool: ...
+
+
+def join(*parts: str) -> str:
+    """Join store path parts with '/', skipping empty ones."""
+    return "/".join(part.strip("/") for part in parts if part.strip("/"))
+
+
+def check_path(path: str) -> list[str]:
+    """Split a store path, refusing anything that could escape the store's root."""
+    parts = [part for part in path.split("/") if part]
+    if path.startswith("/") or any(part in (".", "..") for part in parts):
+        raise ValueError(f"store paths are relative and plain: {path!r}")
+    return parts

@@ -1,0 +1,152 @@
+"""Store on the local file system, through os-level calls only.
+
+Writes go straight to the kernel with os.write (no Python buffering), so a process killed
+right after `write` returns loses nothing; only `sync` (fsync) protects against power loss.
+Creating, renaming and deleting entries also fsyncs the parent directory, so the change to
+the directory itself survives power loss as well.
+"""
+
+import fcntl
+import os
+import shutil
+
+from ..errors import DataDirLocked
+from .base import check_path
+
+
+class LocalAppendFile:
+    def __init__(self, fd: int, dir_fd_path: str | None) -> None:
+        self._fd = fd
+        self._size = os.fstat(fd).st_size
+        self._new_dir = dir_fd_path  # set when we created the file: sync its directory once
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def write(self, data: bytes | memoryview) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)  # may be partial on large writes
+            view = view[written:]
+            self._size += written
+
+    def sync(self) -> None:
+        os.fsync(self._fd)
+        if self._new_dir is not None:
+            _fsync_dir(self._new_dir)
+            self._new_dir = None
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class FileLock:
+    """An exclusive flock held on an open file; released by `release` or process exit."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = -1
+
+    def __enter__(self) -> "FileLock":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+class LocalStore:
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        os.makedirs(self.root, exist_ok=True)
+
+    def _os_path(self, path: str) -> str:
+        return os.path.join(self.root, *check_path(path))
+
+    def mkdir(self, path: str) -> None:
+        os.makedirs(self._os_path(path), exist_ok=True)
+
+    def list(self, path: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self._os_path(path)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def size(self, path: str) -> int:
+        return os.stat(self._os_path(path)).st_size
+
+    def read(self, path: str, offset: int, length: int) -> bytes:
+        fd = os.open(self._os_path(path), os.O_RDONLY)
+        try:
+            return _pread_fully(fd, offset, length)
+        finally:
+            os.close(fd)
+
+    def open_append(self, path: str) -> LocalAppendFile:
+        os_path = self._os_path(path)
+        created = not os.path.exists(os_path)
+        fd = os.open(os_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        return LocalAppendFile(fd, os.path.dirname(os_path) if created else None)
+
+    def truncate(self, path: str, size: int) -> None:
+        os.truncate(self._os_path(path), size)
+
+    def rename(self, src: str, dst: str) -> None:
+        os_dst = self._os_path(dst)
+        os.replace(self._os_path(src), os_dst)
+        _fsync_dir(os.path.dirname(os_dst))
+
+    def delete(self, path: str) -> None:
+        if not check_path(path):
+            raise ValueError("refusing to delete the store root")
+        os_path = self._os_path(path)
+        if os.path.isdir(os_path) and not os.path.islink(os_path):
+            shutil.rmtree(os_path)
+        else:
+            try:
+                os.unlink(os_path)
+            except FileNotFoundError:
+                return
+        _fsync_dir(os.path.dirname(os_path))
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self._os_path(path))
+
+    def lock(self, path: str) -> FileLock:
+        """Take an exclusive, non-blocking lock on `path` (created if missing).
+
+        flock, not lockf: flock locks belong to the open file, so a second open in the same
+        process conflicts too, and closing an unrelated descriptor does not drop the lock."""
+        fd = os.open(self._os_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DataDirLocked(f"{self._os_path(path)} is locked by another process") from None
+        return FileLock(fd)
+
+
+def _pread_fully(fd: int, offset: int, length: int) -> bytes:
+    chunks = []
+    while length > 0:
+        chunk = os.pread(fd, length, offset)
+        if not chunk:
+            break  # end of file: a short read is part of the contract
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+
+def _fsync_dir(os_path: str) -> None:
+    fd = os.open(os_path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,14 @@
+"""Maps the top-level folders onto the `martlet.*` namespace (see pyproject.toml)."""
+
+from setuptools import find_packages, setup
+
+FOLDERS = ("gateway", "engine", "compat", "connectors")
+
+packages = []
+package_dir = {}
+for folder in FOLDERS:
+    packages.append(f"martlet.{folder}")
+    package_dir[f"martlet.{folder}"] = folder
+    packages += [f"martlet.{folder}.{sub}" for sub in find_packages(where=folder)]
+
+setup(packages=packages, package_dir=package_dir, package_data={"martlet.compat": ["reference/*.xml"]})

@@ -1,0 +1,143 @@
+"""One conformance suite for every Store backend (STYLE.md rule 5)."""
+
+import pytest
+
+from martlet.engine.store import LocalStore, MemoryStore, Store
+
+
+@pytest.fixture(params=["local", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path) -> Store:
+    if request.param == "local":
+        return LocalStore(str(tmp_path / "root"))
+    return MemoryStore()
+
+
+def write(store: Store, path: str, data: bytes) -> None:
+    file = store.open_append(path)
+    file.write(data)
+    file.close()
+
+
+def test_list_is_sorted_and_empty_when_missing(store):
+    store.mkdir("d")
+    for name in ("b", "a", "c"):
+        write(store, f"d/{name}", b"")
+    store.mkdir("d/sub")
+    assert store.list("d") == ["a", "b", "c", "sub"]
+    assert store.list("missing") == []
+    assert store.list("") == ["d"]
+
+
+def test_mkdir_makes_parents_and_is_idempotent(store):
+    store.mkdir("a/b/c")
+    store.mkdir("a/b/c")
+    assert store.exists("a/b") and store.exists("a/b/c")
+    assert store.list("a/b/c") == []
+
+
+def test_append_grows_a_file_and_tracks_its_size(store):
+    store.mkdir("d")
+    file = store.open_append("d/f")
+    assert file.size == 0
+    file.write(b"hello ")
+    file.write(memoryview(b"world"))
+    assert file.size == 11
+    file.sync()
+    file.close()
+    assert store.size("d/f") == 11
+    reopened = store.open_append("d/f")
+    assert reopened.size == 11
+    reopened.write(b"!")
+    reopened.close()
+    assert store.read("d/f", 0, 100) == b"hello world!"
+
+
+def test_written_bytes_are_readable_before_sync_or_close(store):
+    store.mkdir("d")
+    file = store.open_append("d/f")
+    file.write(b"abc")
+    assert store.read("d/f", 0, 3) == b"abc"  # handed to the backend at once, no buffering
+    file.close()
+
+
+def test_read_at_offsets_and_short_at_eof(store):
+    store.mkdir("d")
+    write(store, "d/f", b"0123456789")
+    assert store.read("d/f", 3, 4) == b"3456"
+    assert store.read("d/f", 8, 100) == b"89"
+    assert store.read("d/f", 10, 5) == b""
+    assert store.read("d/f", 50, 5) == b""
+
+
+def test_missing_files_raise_file_not_found(store):
+    for call in (lambda: store.size("nope"), lambda: store.read("nope", 0, 1), lambda: store.truncate("nope", 0)):
+        with pytest.raises(FileNotFoundError):
+            call()
+    with pytest.raises(FileNotFoundError):
+        store.open_append("no-dir/f")
+
+
+def test_truncate_cuts_a_file(store):
+    store.mkdir("d")
+    write(store, "d/f", b"0123456789")
+    store.truncate("d/f", 4)
+    assert store.size("d/f") == 4
+    assert store.read("d/f", 0, 100) == b"0123"
+
+
+def test_an_open_append_file_sees_a_truncate_before_it_was_opened(store):
+    store.mkdir("d")
+    write(store, "d/f", b"0123456789")
+    store.truncate("d/f", 2)
+    file = store.open_append("d/f")
+    file.write(b"xy")
+    file.close()
+    assert store.read("d/f", 0, 10) == b"01xy"
+
+
+def test_rename_replaces_the_destination(store):
+    store.mkdir("d")
+    write(store, "d/new", b"new")
+    write(store, "d/old", b"old contents")
+    store.rename("d/new", "d/old")
+    assert not store.exists("d/new")
+    assert store.read("d/old", 0, 100) == b"new"
+    assert store.list("d") == ["old"]
+
+
+def test_rename_moves_a_directory(store):
+    store.mkdir("a/inner")
+    write(store, "a/inner/f", b"x")
+    store.rename("a", "b")
+    assert store.list("") == ["b"]
+    assert store.read("b/inner/f", 0, 1) == b"x"
+
+
+def test_delete_file_tree_and_missing(store):
+    store.mkdir("t/sub")
+    write(store, "t/f", b"1")
+    write(store, "t/sub/g", b"2")
+    store.delete("t/f")
+    assert store.list("t") == ["sub"]
+    store.delete("t")
+    assert not store.exists("t") and not store.exists("t/sub/g")
+    store.delete("t")  # missing: no error
+    store.delete("never/was")
+
+
+def test_exists(store):
+    assert not store.exists("d")
+    store.mkdir("d")
+    write(store, "d/f", b"")
+    assert store.exists("d") and store.exists("d/f") and not store.exists("d/g")
+
+
+@pytest.mark.parametrize("path", ["/abs", "../escape", "a/../../b", "./x"])
+def test_paths_cannot_escape_the_root(store, path):
+    with pytest.raises(ValueError):
+        store.exists(path)
+
+
+def test_the_root_cannot_be_deleted(store):
+    with pytest.raises(ValueError):
+        store.delete("")
