@@ -1,0 +1,57 @@
+"""Per-topic configuration in the engine's own names, with validation."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ..errors import InvalidConfig
+
+FLUSH_MODES = ("async", "sync")
+TIMESTAMP_TYPES = ("create", "append")
+CLEANUP_POLICIES = ("delete",)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    retention_ms: int = 604_800_000
+    retention_bytes: int = -1
+    segment_bytes: int = 1_073_741_824
+    segment_ms: int = 604_800_000
+    max_batch_bytes: int = 1_048_588
+    flush_mode: str = "async"
+    timestamp_type: str = "create"
+    cleanup_policy: str = "delete"
+
+    def updated(self, changes: dict[str, Any]) -> TopicConfig:
+        """A copy with `changes` applied and checked; unknown names are an error."""
+        known = {field.name: field.type for field in fields(self)}
+        for name in changes:
+            if name not in known:
+                raise InvalidConfig(f"unknown topic config {name!r}")
+        result = replace(self, **changes)
+        result.check()
+        return result
+
+    def check(self) -> None:
+        _at_least("retention_ms", self.retention_ms, -1)
+        _at_least("retention_bytes", self.retention_bytes, -1)
+        _at_least("segment_bytes", self.segment_bytes, 14)
+        _at_least("segment_ms", self.segment_ms, 1)
+        _at_least("max_batch_bytes", self.max_batch_bytes, 0)
+        _one_of("flush_mode", self.flush_mode, FLUSH_MODES)
+        _one_of("timestamp_type", self.timestamp_type, TIMESTAMP_TYPES)
+        _one_of("cleanup_policy", self.cleanup_policy, CLEANUP_POLICIES)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _at_least(name: str, value: int, low: int) -> None:
+    if not isinstance(value, int) or value < low:
+        raise InvalidConfig(f"{name} must be an integer >= {low}, not {value!r}")
+
+
+def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InvalidConfig(f"{name} must be one of {', '.join(allowed)}, not {value!r}")

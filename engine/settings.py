@@ -1,0 +1,16 @@
+"""Engine-wide settings: defaults for new topics and limits, from the config file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .catalog.config import TopicConfig
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    owner: str = "martlet"
+    topic_defaults: TopicConfig = field(default_factory=TopicConfig)
+    index_interval_bytes: int = 4096
+    retention_check_ms: int = 300_000
+    topic_partitions_max: int = 10_000

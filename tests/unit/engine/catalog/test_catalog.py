@@ -1,0 +1,64 @@
+import pytest
+
+from martlet.engine.catalog.catalog import Catalog
+from martlet.engine.catalog.config import TopicConfig
+from martlet.engine.catalog.names import ResourceName
+from martlet.engine.errors import InvalidConfig, InvalidName, InvalidPartitionCount, TopicExists, UnknownTopic
+from martlet.engine.store.memory import MemoryStore
+
+
+def new_catalog(store=None):
+    catalog = Catalog(store or MemoryStore(), "alice")
+    catalog.load()
+    return catalog
+
+
+def test_created_topic_survives_reload_with_its_resource_name():
+    store = MemoryStore()
+    topic = new_catalog(store).create("orders", 3, TopicConfig(retention_ms=5), frozenset({"retention_ms"}), 10)
+    assert str(topic.resource).startswith("alice#orders#")
+    again = new_catalog(store).get("orders")
+    assert again == topic
+
+
+def test_recreated_topic_gets_a_new_uuid():
+    catalog = new_catalog()
+    first = catalog.create("t", 1, TopicConfig(), frozenset(), 0)
+    catalog.delete("t")
+    with pytest.raises(UnknownTopic):
+        catalog.get("t")
+    second = catalog.create("t", 1, TopicConfig(), frozenset(), 0)
+    assert first.resource.uid != second.resource.uid
+
+
+def test_growing_bumps_the_version_and_never_shrinks():
+    catalog = new_catalog()
+    catalog.create("t", 2, TopicConfig(), frozenset(), 0)
+    grown = catalog.grow("t", 5)
+    assert grown.version == 2 and grown.partition_count == 5
+    with pytest.raises(InvalidPartitionCount):
+        catalog.grow("t", 4)
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a#b", "a b", "x" * 250, "ü"])
+def test_bad_names_are_refused(name):
+    with pytest.raises(InvalidName):
+        new_catalog().create(name, 1, TopicConfig(), frozenset(), 0)
+
+
+def test_duplicates_and_bad_configs_are_refused():
+    catalog = new_catalog()
+    catalog.create("t", 1, TopicConfig(), frozenset(), 0)
+    with pytest.raises(TopicExists):
+        catalog.create("t", 1, TopicConfig(), frozenset(), 0)
+    with pytest.raises(InvalidConfig):
+        TopicConfig().updated({"flush_mode": "sometimes"})
+    with pytest.raises(InvalidConfig):
+        TopicConfig().updated({"no_such": 1})
+
+
+def test_resource_name_round_trip():
+    name = ResourceName.new("o", "n")
+    assert ResourceName.parse(str(name)) == name
+    with pytest.raises(InvalidName):
+        ResourceName.parse("o#n")
