@@ -1,0 +1,83 @@
+"""Wires a running broker together: store, engine, handlers, server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import uuid
+from dataclasses import replace
+
+from ..engine.errors import DataDirLocked
+from ..engine.service import Engine
+from ..engine.store.atomic import read_whole, write_atomically
+from ..engine.store.local import LocalStore
+from .config import ServeConfig, parse_address
+from .context import Context
+from .dispatch import Dispatcher
+from .handlers.registry import load_all
+from .server import Server
+
+log = logging.getLogger(__name__)
+CLUSTER_ID_PATH = "cluster-id"
+LOCK_PATH = "serve.lock"
+
+
+class Broker:
+    """One Martlet broker process: open with `start`, close with `stop`."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        os.makedirs(config.data_dir, exist_ok=True)
+        self.store = LocalStore(config.data_dir)
+        self._lock = self.store.lock(LOCK_PATH)
+        self.engine = Engine(self.store, config.engine)
+        self.server: Server | None = None
+        self.address: tuple[str, int] | None = None
+
+    async def start(self) -> tuple[str, int]:
+        self.engine.open()
+        self.engine.start_background()
+        settings = self.config.gateway
+        ctx = Context(self.engine, settings, _cluster_id(self.store))
+        self.server = Server(Dispatcher(ctx, load_all()), settings.frame_bytes_max)
+        self.address = await self.server.start(settings.listen_host, settings.listen_port)
+        ctx.settings = _advertise(settings, self.config.advertised, self.address)
+        return self.address
+
+    async def stop(self) -> None:
+        if self.server:
+            await self.server.stop()
+        await self.engine.close()
+        self._lock.release()
+
+
+def _advertise(settings, advertised: str | None, bound: tuple[str, int]):  # type: ignore[no-untyped-def]
+    host, port = parse_address(advertised) if advertised else bound
+    return replace(settings, advertised_host=host, advertised_port=port)
+
+
+def _cluster_id(store: LocalStore) -> str:
+    if store.exists(CLUSTER_ID_PATH):
+        return read_whole(store, CLUSTER_ID_PATH).decode().strip()
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    write_atomically(store, CLUSTER_ID_PATH, cluster_id.encode())
+    return cluster_id
+
+
+async def run_until_signalled(broker: Broker, ready: asyncio.Event | None = None) -> None:
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    host, port = await broker.start()
+    print(f"martlet listening on {host}:{port}", flush=True)
+    await stop.wait()
+    log.info("stopping: closing connections and flushing partitions")
+    await broker.stop()
+
+
+__all__ = ["Broker", "DataDirLocked", "run_until_signalled"]

@@ -1,0 +1,104 @@
+"""`martlet serve` settings: defaults, then the TOML config file, then command-line flags.
+
+Config file (every key optional):
+
+    [gateway]
+    listen = "127.0.0.1:9092"
+    advertised = "127.0.0.1:9092"
+    data_dir = "./martlet-data"
+    frame_bytes_max = 104857600
+    auto_create_topics = false
+    default_partitions = 1
+    fetch_wait_ms_max = 30000
+
+    [engine]
+    owner = "martlet"
+    retention_check_ms = 300000
+
+    [topic_defaults]          # engine names, see engine/catalog/config.py
+    retention_ms = 604800000
+    flush_mode = "async"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..engine.catalog.config import TopicConfig
+from ..engine.errors import InvalidConfig
+from ..engine.settings import EngineSettings
+from .settings import GatewaySettings
+
+
+class ConfigError(Exception):
+    """A config file or flag that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    gateway: GatewaySettings = field(default_factory=GatewaySettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    data_dir: str = "./martlet-data"
+    advertised: str | None = None
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"address {text!r} is not HOST:PORT")
+    return host, int(port)
+
+
+def load(path: str | None) -> ServeConfig:
+    if path is None:
+        return ServeConfig()
+    try:
+        with open(path, "rb") as handle:
+            doc = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"cannot read config file {path}: {error}") from None
+    return from_document(doc)
+
+
+def from_document(doc: dict[str, Any]) -> ServeConfig:
+    unknown = set(doc) - {"gateway", "engine", "topic_defaults"}
+    if unknown:
+        raise ConfigError(f"unknown config sections: {', '.join(sorted(unknown))}")
+    config = ServeConfig()
+    gateway = dict(doc.get("gateway", {}))
+    config = _apply_locations(config, gateway)
+    gateway_settings = _fill(config.gateway, gateway, "gateway")
+    try:
+        topic_defaults = TopicConfig().updated(dict(doc.get("topic_defaults", {})))
+    except InvalidConfig as error:
+        raise ConfigError(f"[topic_defaults]: {error}") from None
+    engine = _fill(EngineSettings(topic_defaults=topic_defaults), dict(doc.get("engine", {})), "engine")
+    return replace(config, gateway=gateway_settings, engine=engine)
+
+
+def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfig:
+    if "listen" in gateway:
+        config = with_listen(config, gateway.pop("listen"))
+    if "advertised" in gateway:
+        config = replace(config, advertised=gateway.pop("advertised"))
+    if "data_dir" in gateway:
+        config = replace(config, data_dir=gateway.pop("data_dir"))
+    return config
+
+
+def with_listen(config: ServeConfig, text: str) -> ServeConfig:
+    host, port = parse_address(text)
+    return replace(config, gateway=replace(config.gateway, listen_host=host, listen_port=port))
+
+
+def _fill(settings: Any, values: dict[str, Any], section: str) -> Any:
+    known = {f.name: f for f in dataclasses.fields(settings)}
+    for name, value in values.items():
+        if name not in known or name == "topic_defaults":
+            raise ConfigError(f"[{section}]: unknown key {name!r}")
+        if type(value) is not type(getattr(settings, name)):
+            raise ConfigError(f"[{section}] {name}: expected {type(getattr(settings, name)).__name__}, got {value!r}")
+    return replace(settings, **values)

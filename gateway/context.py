@@ -1,0 +1,16 @@
+"""What a handler sees: the engine, this broker's identity, and gateway settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine.service import Engine
+from .settings import GatewaySettings
+
+
+@dataclass(slots=True)
+class Context:
+    engine: Engine
+    settings: GatewaySettings
+    cluster_id: str
+    node_id: int = 1

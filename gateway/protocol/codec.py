@@ -1,0 +1,208 @@
+"""Requests from bytes and responses to bytes, on kio's generated types. No I/O.
+
+Handlers answer with plain mappings (one shape for every version of an API); `build` fills
+the kio dataclass of the version the client asked for, dropping keys that version lacks
+and zero-filling fields the mapping omits. That keeps one handler per API family instead
+of one per version (kio's classes are per version).
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import struct
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, fields
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    PrimitiveTupleField,
+    classify_field,
+    is_optional,
+)
+
+HEADER_PEEK = struct.Struct(">hhi")
+CORRELATION = struct.Struct(">i")
+API_VERSIONS_KEY = 18
+
+
+class ProtocolError(Exception):
+    """A frame that does not decode as the request it claims to be."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def peek_header(frame: bytes | memoryview) -> RequestHeader:
+    """The fixed part of any request header; readable for every version, even unknown ones."""
+    if len(frame) < HEADER_PEEK.size:
+        raise ProtocolError(f"frame of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = HEADER_PEEK.unpack_from(frame, 0)
+    return RequestHeader(api_key, api_version, correlation_id, None)
+
+
+@cache
+def request_type(api_key: int, api_version: int) -> type:
+    return load_request_schema(api_key, api_version)
+
+
+@cache
+def response_type(api_key: int, api_version: int) -> type:
+    return load_response_schema(api_key, api_version)
+
+
+@cache
+def _reader(cls: type) -> Callable[..., Any]:
+    return entity_reader(cls)
+
+
+@cache
+def _writer(cls: type) -> Callable[..., Any]:
+    return entity_writer(cls)
+
+
+def decode_request(frame: bytes | memoryview, api_key: int, api_version: int) -> tuple[RequestHeader, Any]:
+    """Header and body of a request whose (key, version) the caller knows it serves."""
+    cls = request_type(api_key, api_version)
+    try:
+        header, used = _reader(cls.__header_schema__)(frame, 0)
+        body, _ = _reader(cls)(frame, used)
+    except Exception as error:  # kio raises many types on malformed input; all mean "bad peer"
+        raise ProtocolError(f"cannot decode api {api_key} v{api_version}: {error!r}") from error
+    _check_no_null_arrays(body)
+    return RequestHeader(api_key, api_version, header.correlation_id, header.client_id), body
+
+
+def _check_no_null_arrays(entity: Any) -> None:
+    """kio reads a null (-1 length) array even where the schema forbids it; Kafka refuses."""
+    for name, nullable, nested in _array_fields(type(entity)):
+        value = getattr(entity, name)
+        if value is None:
+            if not nullable:
+                raise ProtocolError(f"field {name!r} may not be null")
+        elif nested:
+            for item in value:
+                _check_no_null_arrays(item)
+
+
+@cache
+def _array_fields(cls: type) -> tuple[tuple[str, bool, bool], ...]:
+    result = []
+    for field in fields(cls):
+        kind = classify_field(field)
+        if isinstance(kind, (EntityTupleField, PrimitiveTupleField)):
+            result.append((field.name, is_optional(field), isinstance(kind, EntityTupleField)))
+    return tuple(result)
+
+
+def encode_response(header: RequestHeader, body: Any) -> bytes:
+    """A whole response frame (size prefix included) for `body`, a kio response entity."""
+    out = io.BytesIO()
+    out.write(b"\0\0\0\0")
+    out.write(CORRELATION.pack(header.correlation_id))
+    if type(body).__header_schema__.__flexible__:
+        out.write(b"\0")  # response header v1: empty tagged fields
+    _writer(type(body))(out, body)
+    data = out.getbuffer()
+    struct.pack_into(">i", data, 0, len(data) - 4)
+    return bytes(data)
+
+
+def build_response(header: RequestHeader, data: Mapping[str, Any]) -> Any:
+    return build(response_type(header.api_key, header.api_version), data)
+
+
+def build(cls: type, data: Mapping[str, Any]) -> Any:
+    kwargs = {}
+    for name, convert, zero in _plan(cls):
+        if name in data:
+            kwargs[name] = convert(data[name])
+        elif zero is not MISSING:
+            kwargs[name] = zero
+    return cls(**kwargs)
+
+
+@cache
+def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any], Any], ...]:
+    plan = []
+    for field in fields(cls):
+        has_default = field.default is not MISSING or field.default_factory is not MISSING
+        zero = MISSING if has_default else _zero(field)
+        plan.append((field.name, _converter(field), zero))
+    return tuple(plan)
+
+
+def _converter(field: Any) -> Callable[[Any], Any]:
+    kind = classify_field(field)
+    if isinstance(kind, EntityTupleField):
+        sub = kind.type_
+        return lambda items: None if items is None else tuple(_entity(sub, item) for item in items)
+    if isinstance(kind, EntityField):
+        sub = kind.type_
+        return lambda item: None if item is None else _entity(sub, item)
+    if isinstance(kind, PrimitiveTupleField):
+        return lambda items: None if items is None else tuple(items)
+    return _PRIMITIVE.get(field.metadata.get("kafka_type", ""), _same)
+
+
+def _entity(cls: type, item: Any) -> Any:
+    return build(cls, item) if isinstance(item, Mapping) else item
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _ms(value: Any) -> Any:
+    return datetime.timedelta(milliseconds=value) if isinstance(value, int) else value
+
+
+def _datetime_ms(value: Any) -> Any:
+    if not isinstance(value, int):
+        return value
+    return None if value < 0 else datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
+
+
+def _uuid(value: Any) -> Any:
+    return uuid.UUID(value) if isinstance(value, str) else value
+
+
+_PRIMITIVE: dict[str, Callable[[Any], Any]] = {
+    "error_code": lambda value: ErrorCode(int(value)),
+    "timedelta_i32": _ms,
+    "timedelta_i64": _ms,
+    "uuid": _uuid,
+    "datetime_i64": _datetime_ms,
+}
+
+_ZERO_BY_TYPE: dict[str, Any] = {
+    "error_code": ErrorCode.none,
+    "timedelta_i32": datetime.timedelta(0),
+    "timedelta_i64": datetime.timedelta(0),
+    "string": "",
+    "bool": False,
+    "bytes": b"",
+    "records": None,
+    "uuid": uuid.UUID(int=0),
+    "float64": 0.0,
+}
+
+
+def _zero(field: Any) -> Any:
+    if isinstance(classify_field(field), (EntityTupleField, PrimitiveTupleField)):
+        return ()
+    if isinstance(classify_field(field), EntityField):
+        return None
+    return _ZERO_BY_TYPE.get(field.metadata.get("kafka_type", ""), 0)
