@@ -1,0 +1,101 @@
+"""``martlet compat ...``: the reference Apache Kafka and its CLI tools, from the command line.
+
+    martlet compat reference-kafka            start one broker, print `bootstrap HOST:PORT`,
+                                               serve until SIGINT/SIGTERM, then stop it
+    martlet compat kafka-tool NAME ARGS...    run a Kafka CLI tool (topics, console-producer,
+                                               console-consumer, ...) against any broker
+
+``main`` takes the arguments after ``compat`` (a leading ``compat`` is tolerated).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from martlet.compat.reference.kafka import (
+    KAFKA_TOOLS,
+    ReferenceKafka,
+    ReferenceKafkaError,
+    ReferenceToolTimeout,
+    run_tool,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="martlet compat", description="The reference Apache Kafka and its CLI tools."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ref = commands.add_parser("reference-kafka", help="run a real single-node Kafka (KRaft)")
+    ref.add_argument("--startup-timeout", type=float, default=120.0, metavar="SECONDS")
+    ref.add_argument("--heap", default="512m", help="broker max heap (default 512m)")
+
+    tool = commands.add_parser(
+        "kafka-tool", help="run a Kafka CLI tool by name",
+        description="Known tools: " + ", ".join(sorted(KAFKA_TOOLS)),
+    )  # fmt: skip
+    tool.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                      help="kill the tool after this long (default: no limit)")
+    tool.add_argument("name", help="tool name, e.g. topics or kafka-topics.sh")
+    tool.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the tool")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["compat"]:
+        args = args[1:]
+    options = _parser().parse_args(args)
+    try:
+        if options.command == "reference-kafka":
+            return _reference_kafka(options.startup_timeout, options.heap)
+        return _kafka_tool(options.name, options.args, options.timeout)
+    except ReferenceKafkaError as exc:
+        print(f"martlet compat: {exc}", file=sys.stderr)
+        return 1
+
+
+def _reference_kafka(startup_timeout: float, heap: str) -> int:
+    stop = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    kafka = ReferenceKafka(startup_timeout_s=startup_timeout, heap=heap)
+    try:
+        kafka.start()
+        print(f"bootstrap {kafka.bootstrap}", flush=True)
+        print(f"broker log: {kafka.log_path} (pid {kafka.pid})", file=sys.stderr, flush=True)
+        while not stop.wait(0.5):
+            if not kafka.alive:
+                print(
+                    f"martlet compat: reference Kafka exited with {kafka.returncode}:\n"
+                    f"{kafka.log_tail()}",
+                    file=sys.stderr,
+                )
+                return 1
+        return 0
+    finally:
+        kafka.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _kafka_tool(name: str, args: list[str], timeout: float | None) -> int:
+    if args[:1] == ["--"]:
+        args = args[1:]
+    try:
+        return run_tool(name, args, timeout, capture=False).returncode
+    except ReferenceToolTimeout:
+        print(f"martlet compat: kafka tool {name!r} killed after {timeout}s", file=sys.stderr)
+        return 124
+    except KeyboardInterrupt:  # the tool shares our process group and got SIGINT too
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

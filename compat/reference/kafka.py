@@ -1,0 +1,657 @@
+"""Real Apache Kafka (KRaft, single node) and its CLI tools, started from code.
+
+The jars come from Maven Central through ``pom.xml`` beside this file and are cached under
+``<repo>/.cache`` (or ``$MARTLET_CACHE_DIR``):
+
+    .cache/m2/                       Maven's local repository (self-contained)
+    .cache/kafka-<version>/libs/     the runtime jars, one flat folder
+    .cache/kafka-<version>/classpath.txt
+                                     marker written last: the jar names; when it exists and
+                                     its jars do, no Maven run and no network call happen
+
+``MARTLET_KAFKA_VERSION`` picks another Kafka version (default ``DEFAULT_KAFKA_VERSION``).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+DEFAULT_KAFKA_VERSION = "4.4.0"
+BROKER_MAIN_CLASS = "kafka.Kafka"
+
+# CLI tool name -> main class (checked against the 4.4.0 jars; kafka-tools holds all but
+# the storage tool, which lives in kafka_2.13).
+KAFKA_TOOLS: dict[str, str] = {
+    "topics": "org.apache.kafka.tools.TopicCommand",
+    "console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "configs": "org.apache.kafka.tools.ConfigCommand",
+    "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "storage": "kafka.tools.StorageTool",
+}
+
+POM_PATH = Path(__file__).resolve().with_name("pom.xml")
+MARKER_NAME = "classpath.txt"
+FETCH_TIMEOUT_S = 900.0
+NODE_ID = 1
+LOOPBACK = "127.0.0.1"
+
+_log = logging.getLogger(__name__)
+
+_BROKER_LOG4J = """\
+status = warn
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.target = SYSTEM_OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = OUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+# Tools print their data on stdout, so their log lines go to stderr and only from WARN up.
+_TOOLS_LOG4J = """\
+status = warn
+appender.err.type = Console
+appender.err.name = ERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = ERR
+"""
+
+
+class ReferenceKafkaError(RuntimeError):
+    """The reference Kafka could not be fetched, started or run."""
+
+
+class ReferenceToolTimeout(ReferenceKafkaError):
+    """A Kafka CLI tool did not finish in time; carries what it printed."""
+
+    def __init__(self, message: str, stdout: bytes, stderr: bytes) -> None:
+        super().__init__(message)
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+# ----------------------------------------------------------------------------------------
+# jars and classpath
+
+
+def cache_dir() -> Path:
+    """``$MARTLET_CACHE_DIR``, else ``<repo>/.cache`` (the repo root holds ``compat/``)."""
+    env = os.environ.get("MARTLET_CACHE_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    return Path(__file__).resolve().parents[2] / ".cache"
+
+
+def kafka_version() -> str:
+    return os.environ.get("MARTLET_KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
+
+
+def kafka_home(version: str | None = None) -> Path:
+    return cache_dir() / f"kafka-{version or kafka_version()}"
+
+
+def kafka_classpath(version: str | None = None) -> str:
+    """Ensure the jars of ``version`` are cached (fetching them once) and return the classpath."""
+    version = version or kafka_version()
+    home = kafka_home(version)
+    classpath = _read_marker(home)
+    if classpath is not None:
+        return classpath
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(home.parent / f".kafka-{version}.lock"):
+        classpath = _read_marker(home)  # another process may have fetched meanwhile
+        if classpath is None:
+            classpath = _fetch(version, home)
+    return classpath
+
+
+def _read_marker(home: Path) -> str | None:
+    try:
+        names = (home / MARKER_NAME).read_text().split()
+    except FileNotFoundError:
+        return None
+    jars = [str(home / "libs" / name) for name in names]
+    if not jars or not all(os.path.isfile(jar) for jar in jars):
+        return None
+    return os.pathsep.join(jars)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    import fcntl
+
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _fetch(version: str, home: Path) -> str:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ReferenceKafkaError("Maven (mvn) is not on PATH: cannot fetch the Kafka jars")
+    home.mkdir(parents=True, exist_ok=True)
+    staging = home / f"libs.tmp-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    command = [
+        mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM_PATH),
+        f"-Dmaven.repo.local={cache_dir() / 'm2'}",
+        f"-Dkafka.version={version}",
+        "dependency:copy-dependencies",
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={staging}",
+    ]  # fmt: skip
+    _log.info("fetching Kafka %s jars: %s", version, " ".join(command))
+    try:
+        done = subprocess.run(
+            command, stdin=subprocess.DEVNULL, capture_output=True, timeout=FETCH_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ReferenceKafkaError(
+            f"fetching Kafka {version} jars took over {FETCH_TIMEOUT_S:.0f}s:\n"
+            + _tail_text((exc.stdout or b"") + (exc.stderr or b""))
+        ) from None
+    if done.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ReferenceKafkaError(
+            f"fetching Kafka {version} jars failed (mvn exit {done.returncode}):\n"
+            + _tail_text(done.stdout + done.stderr)
+        )
+    names = sorted(p.name for p in staging.glob("*.jar"))
+    for required in (f"kafka_2.13-{version}.jar", f"kafka-tools-{version}.jar"):
+        if required not in names:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ReferenceKafkaError(f"Maven fetched no {required} into {staging}")
+    libs = home / "libs"
+    shutil.rmtree(libs, ignore_errors=True)
+    staging.rename(libs)
+    _write_atomic(home / MARKER_NAME, "\n".join(names) + "\n")
+    classpath = _read_marker(home)
+    assert classpath is not None
+    return classpath
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _tools_log_config(version: str) -> Path:
+    path = kafka_home(version) / "tools-log4j2.properties"
+    if not path.is_file():
+        _write_atomic(path, _TOOLS_LOG4J)
+    return path
+
+
+def java_executable() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(Path(java_home) / "bin" / "java", os.X_OK):
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if java is None:
+        raise ReferenceKafkaError("no java on PATH and no usable JAVA_HOME")
+    return java
+
+
+def _tail_text(data: bytes | str, lines: int = 40) -> str:
+    """The last ``lines`` lines, Java stack frames left out (they hide the messages)."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", "replace")
+    kept = [
+        line for line in data.splitlines()
+        if not line.lstrip().startswith("at ") and not _ELIDED_FRAMES.match(line)
+    ]  # fmt: skip
+    return "\n".join(kept[-lines:])
+
+
+_ELIDED_FRAMES = re.compile(r"\s*\.\.\. \d+ more$")
+
+
+# ----------------------------------------------------------------------------------------
+# CLI tools
+
+
+def tool_main_class(tool: str) -> str:
+    """Main class of a tool; accepts ``topics``, ``kafka-topics`` and ``kafka-topics.sh``."""
+    name = tool.removesuffix(".sh").removeprefix("kafka-")
+    try:
+        return KAFKA_TOOLS[name]
+    except KeyError:
+        known = ", ".join(sorted(KAFKA_TOOLS))
+        raise ReferenceKafkaError(f"unknown Kafka tool {tool!r}; known: {known}") from None
+
+
+def tool_command(tool: str, args: Sequence[str], *, version: str | None = None,
+                 heap: str = "512m") -> list[str]:
+    version = version or kafka_version()
+    classpath = kafka_classpath(version)
+    return [
+        java_executable(), f"-Xmx{heap}", "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={_tools_log_config(version)}",
+        "-cp", classpath, tool_main_class(tool), *args,
+    ]  # fmt: skip
+
+
+def run_tool(tool: str, args: Sequence[str], timeout_s: float | None,
+             input: bytes | None = None, *, capture: bool = True,
+             version: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run a Kafka CLI tool by its main class; raise ReferenceToolTimeout after ``timeout_s``.
+
+    With ``capture`` (the default) stdout/stderr are returned as bytes and stdin is ``input``
+    or empty; without it the tool shares this process's stdin/stdout/stderr.
+    """
+    command = tool_command(tool, list(args), version=version)
+    stdin = subprocess.DEVNULL if (input is None and capture) else None
+    try:
+        return subprocess.run(
+            command, input=input, stdin=stdin, capture_output=capture, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or b""
+        err = exc.stderr or b""
+        raise ReferenceToolTimeout(
+            f"kafka tool {tool!r} {list(args)} did not finish within {timeout_s}s\n"
+            f"--- stdout (tail) ---\n{_tail_text(out)}\n--- stderr (tail) ---\n{_tail_text(err)}",
+            out, err,
+        ) from None
+
+
+# ----------------------------------------------------------------------------------------
+# the broker
+
+
+class _PortTaken(Exception):
+    """The broker lost a race for the ports picked for it; start again with others."""
+
+
+def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """Distinct ports the OS reports free on ``host`` right now (all bound at once)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind((host, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+def _terminate(proc: subprocess.Popen[bytes], workdir: Path | None, timeout_s: float) -> None:
+    """SIGTERM the broker's process group, wait, SIGKILL if needed; then remove its folder."""
+    try:
+        if proc.poll() is None:
+            _signal_group(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _log.warning("reference Kafka pid %d ignored SIGTERM; killing it", proc.pid)
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait(timeout=30)
+    finally:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)  # started with start_new_session: its pgid is its pid
+    except ProcessLookupError:
+        pass
+
+
+class ReferenceKafka:
+    """One real Kafka broker+controller (KRaft combined mode) on free loopback ports.
+
+    ``start()`` formats storage in a fresh temp folder, launches ``kafka.Kafka`` and returns
+    once the broker lists itself in a Metadata response. ``stop()`` ends it and removes the
+    folder. Usable as a context manager; several can run at once.
+    """
+
+    def __init__(self, *, version: str | None = None, startup_timeout_s: float = 60.0,
+                 stop_timeout_s: float = 30.0, heap: str = "512m",
+                 config_overrides: Mapping[str, object] | None = None,
+                 base_dir: str | os.PathLike[str] | None = None) -> None:
+        self.version = version or kafka_version()
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.heap = heap
+        self.config_overrides = dict(config_overrides or {})
+        self.base_dir = base_dir
+        self.host = LOOPBACK
+        self.port: int | None = None
+        self.controller_port: int | None = None
+        self.cluster_id: str | None = None
+        self.workdir: Path | None = None
+        self.startup_seconds: float | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    # -- public state --------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        if self.port is None or self._proc is None:
+            raise ReferenceKafkaError("reference Kafka is not started")
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.poll()
+
+    @property
+    def log_path(self) -> Path | None:
+        return None if self.workdir is None else self.workdir / "broker.log"
+
+    def log_tail(self, lines: int = 40) -> str:
+        path = self.log_path
+        if path is None or not path.is_file():
+            return "(no broker log)"
+        return _tail_text(path.read_bytes()[-64 * 1024:], lines)
+
+    def log_report(self, lines: int = 30) -> str:
+        """The broker log's ERROR/FATAL lines and exception messages, then its last lines."""
+        path = self.log_path
+        if path is None or not path.is_file():
+            return "(no broker log)"
+        text = path.read_bytes().decode("utf-8", "replace")
+        errors = [
+            line for line in text.splitlines()
+            if (" ERROR " in line or " FATAL " in line or "Exception" in line)
+            and not line.lstrip().startswith("at ")
+        ]  # fmt: skip
+        report = f"broker log {path}"
+        if errors:
+            report += " errors (first 15):\n" + "\n".join(errors[:15]) + "\n---"
+        return report + f" last lines:\n{_tail_text(text, lines)}"
+
+    def __repr__(self) -> str:
+        state = "running" if self.alive else "stopped"
+        return f"<ReferenceKafka {self.version} {state} port={self.port} pid={self.pid}>"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def __enter__(self) -> ReferenceKafka:
+        if not self.alive:
+            self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> ReferenceKafka:
+        if self.alive:
+            raise ReferenceKafkaError("reference Kafka already started")
+        if self._proc is not None:  # stopped earlier: start afresh
+            self._discard()
+        began = time.monotonic()
+        classpath = kafka_classpath(self.version)
+        lost = ""
+        for _attempt in range(3):
+            try:
+                self._start_once(classpath, time.monotonic() + self.startup_timeout_s)
+            except _PortTaken as exc:
+                lost = str(exc)
+                self._discard()
+                continue
+            except BaseException:
+                self._discard()
+                raise
+            self.startup_seconds = time.monotonic() - began
+            _log.info("reference Kafka up at %s in %.1fs", self.bootstrap, self.startup_seconds)
+            return self
+        raise ReferenceKafkaError(f"reference Kafka could not bind its ports 3 times; {lost}")
+
+    def stop(self) -> None:
+        """Stop the broker (SIGTERM, bounded wait, SIGKILL) and remove its folder. Idempotent."""
+        if self._finalizer is not None:
+            self._finalizer()
+        elif self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _discard(self) -> None:
+        self.stop()
+        self._proc = None
+        self._finalizer = None
+        self.workdir = None
+        self.port = self.controller_port = None
+
+    # -- steps of start ------------------------------------------------------------------
+
+    def _start_once(self, classpath: str, deadline: float) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="martlet-refkafka-", dir=self.base_dir))
+        self.port, self.controller_port = free_ports(2, self.host)
+        self.cluster_id = _new_cluster_id()
+        props = self._write_config()
+        self._format_storage(classpath, props, deadline)
+        self._launch(classpath, props)
+        self._wait_listening(deadline)
+        self._wait_broker_registered(deadline)
+
+    def server_properties(self) -> dict[str, str]:
+        assert self.workdir is not None
+        broker = f"{self.host}:{self.port}"
+        controller = f"{self.host}:{self.controller_port}"
+        props: dict[str, object] = {
+            "process.roles": "broker,controller",
+            "node.id": NODE_ID,
+            "controller.quorum.bootstrap.servers": controller,
+            "listeners": f"PLAINTEXT://{broker},CONTROLLER://{controller}",
+            "advertised.listeners": f"PLAINTEXT://{broker},CONTROLLER://{controller}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": self.workdir / "data",
+            "num.partitions": 1,
+            "default.replication.factor": 1,
+            "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": 1,
+            "offsets.topic.num.partitions": 1,
+            "transaction.state.log.replication.factor": 1,
+            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.num.partitions": 1,
+            "share.coordinator.state.topic.replication.factor": 1,
+            "share.coordinator.state.topic.min.isr": 1,
+            "group.initial.rebalance.delay.ms": 0,
+        }
+        props.update(self.config_overrides)
+        return {key: str(value) for key, value in props.items()}
+
+    def _write_config(self) -> Path:
+        assert self.workdir is not None
+        (self.workdir / "log4j2.properties").write_text(_BROKER_LOG4J)
+        path = self.workdir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
+        return path
+
+    def _java_base(self, classpath: str, heap: str) -> list[str]:
+        assert self.workdir is not None
+        return [
+            java_executable(), f"-Xmx{heap}", "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.workdir}", "-cp", classpath,
+        ]  # fmt: skip
+
+    def _format_storage(self, classpath: str, props: Path, deadline: float) -> None:
+        assert self.cluster_id is not None
+        command = [
+            *self._java_base(classpath, "256m"), "-XX:TieredStopAtLevel=1",  # short-lived
+            KAFKA_TOOLS["storage"], "format",
+            "--cluster-id", self.cluster_id, "--config", str(props), "--standalone",
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(
+                command, stdin=subprocess.DEVNULL, capture_output=True,
+                timeout=max(1.0, deadline - time.monotonic()), cwd=self.workdir,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired as exc:
+            raise ReferenceKafkaError(
+                "formatting Kafka storage timed out:\n"
+                + _tail_text((exc.stdout or b"") + (exc.stderr or b""))
+            ) from None
+        if done.returncode != 0:
+            raise ReferenceKafkaError(
+                f"formatting Kafka storage failed (exit {done.returncode}):\n"
+                + _tail_text(done.stdout + done.stderr)
+            )
+
+    def _launch(self, classpath: str, props: Path) -> None:
+        assert self.workdir is not None
+        command = [
+            *self._java_base(classpath, self.heap), f"-Xms{min_heap(self.heap)}",
+            "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+            "-XX:+ExplicitGCInvokesConcurrent", BROKER_MAIN_CLASS, str(props),
+        ]  # fmt: skip
+        # Die with this process when it is killed outright (the kernel's parent-death signal
+        # belongs to the forking thread, so only when started from the main thread).
+        setpriv = shutil.which("setpriv")
+        if setpriv and threading.current_thread() is threading.main_thread():
+            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
+        with open(self.workdir / "broker.log", "wb") as log:
+            self._proc = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.workdir, start_new_session=True,
+            )  # fmt: skip
+        self._finalizer = weakref.finalize(
+            self, _terminate, self._proc, self.workdir, self.stop_timeout_s
+        )
+
+    def _check_running(self, deadline: float, waiting_for: str) -> None:
+        assert self._proc is not None
+        code = self._proc.poll()
+        if code is not None:
+            report = self.log_report()
+            if "BindException" in report or "Address already in use" in report:
+                raise _PortTaken(report)
+            raise ReferenceKafkaError(
+                f"reference Kafka exited with {code} while {waiting_for}; {report}"
+            )
+        if time.monotonic() > deadline:
+            raise ReferenceKafkaError(
+                f"reference Kafka not ready within {self.startup_timeout_s:.0f}s "
+                f"({waiting_for}); {self.log_report()}"
+            )
+
+    def _pause(self, seconds: float) -> None:
+        """Bounded poll interval that ends early if the broker exits."""
+        assert self._proc is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=seconds)
+
+    def _wait_listening(self, deadline: float) -> None:
+        assert self.port is not None
+        while True:
+            self._check_running(deadline, "waiting for its port")
+            if port_open(self.host, self.port, timeout=0.5):
+                return
+            self._pause(0.1)
+
+    def _wait_broker_registered(self, deadline: float) -> None:
+        """Poll Metadata until this node is listed (it is only once unfenced)."""
+        try:
+            from confluent_kafka import KafkaException
+            from confluent_kafka.admin import AdminClient
+        except ImportError:  # no client library: settle for an ApiVersions answer
+            while True:
+                self._check_running(deadline, "waiting for an ApiVersions answer")
+                if _api_versions_ok(self.host, self.port or 0, timeout=2.0):
+                    return
+                self._pause(0.2)
+        admin = AdminClient({
+            "bootstrap.servers": self.bootstrap,
+            "logger": logging.getLogger(f"{__name__}.probe"),
+        })  # fmt: skip
+        while True:
+            self._check_running(deadline, "waiting for the broker to register")
+            remaining = max(0.5, min(2.0, deadline - time.monotonic()))
+            try:
+                metadata = admin.list_topics(timeout=remaining)
+            except KafkaException:
+                self._pause(0.1)
+                continue
+            if NODE_ID in metadata.brokers:
+                return
+            self._pause(0.1)
+
+
+def min_heap(heap: str) -> str:
+    """Initial heap: the smaller of 256m and the max heap."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    suffix = heap[-1].lower()
+    size = int(heap[:-1]) * units[suffix] if suffix in units else int(heap)
+    return heap if size <= 256 << 20 else "256m"
+
+
+def _api_versions_ok(host: str, port: int, timeout: float) -> bool:
+    """Send ApiVersions v0 (valid on every Kafka version) and check for error code 0."""
+    client_id = b"martlet-probe"
+    request = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(struct.pack(">i", len(request)) + request)
+            (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+            correlation_id, error_code = struct.unpack_from(">ih", _recv_exact(sock, size))
+    except (OSError, struct.error, EOFError):
+        return False
+    return correlation_id == 1 and error_code == 0
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise EOFError("connection closed")
+        chunks += chunk
+    return bytes(chunks)
