@@ -61,7 +61,9 @@ def _advertise(settings, advertised: str | None, bound: tuple[str, int]):  # typ
 def _cluster_id(store: LocalStore) -> str:
     if store.exists(CLUSTER_ID_PATH):
         return read_whole(store, CLUSTER_ID_PATH).decode().strip()
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # as Kafka's ids: a leading '-' reads as a CLI option
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     write_atomically(store, CLUSTER_ID_PATH, cluster_id.encode())
     return cluster_id
 

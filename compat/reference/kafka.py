@@ -317,7 +317,12 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
 
 
 def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    """A random base64 id that does not start with '-' (the storage tool would read it as an
+    option; Kafka's own Uuid.randomUuid avoids such ids for the same reason)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _terminate(proc: subprocess.Popen[bytes], workdir: Path | None, timeout_s: float) -> None:
