@@ -16,6 +16,7 @@ from .catalog.config import TopicConfig
 from .catalog.topic import Topic
 from .clock import SystemClock
 from .errors import UnknownPartition
+from .groups.service import Groups
 from .log.batch import BatchHeader
 from .log.config import LogConfig
 from .partition.partition import Partition
@@ -38,6 +39,7 @@ class Engine:
         self._partitions: dict[PartitionKey, Partition] = {}
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
         self._retention_task: asyncio.Task[None] | None = None
+        self.groups: Groups = None  # type: ignore[assignment]  # set by open()
 
     # -- lifecycle
 
@@ -45,13 +47,20 @@ class Engine:
         self.catalog.load()
         for topic in self.catalog:
             self._open_partitions(topic, range(topic.partition_count))
+        settings = self.settings
+        self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms)
 
     def start_background(self) -> None:
+        """Start the timers; needs a running event loop."""
+        assert self.groups is not None, "open() first"
+        self.groups.start()
         self._retention_task = asyncio.get_running_loop().create_task(self._retention_loop())
 
     async def close(self) -> None:
         if self._retention_task:
             self._retention_task.cancel()
+        if self.groups:
+            self.groups.close()
         for partition in self._partitions.values():
             partition.close()
         self._partitions.clear()
@@ -146,6 +155,7 @@ class Engine:
         )
 
     def apply_retention(self) -> int:
+        self.groups.expire_offsets()
         return sum(partition.log.apply_retention() for partition in self._partitions.values())
 
     async def _retention_loop(self) -> None:

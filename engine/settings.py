@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .catalog.config import TopicConfig
+from .groups.classic import GroupLimits
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,3 +15,5 @@ class EngineSettings:
     index_interval_bytes: int = 4096
     retention_check_ms: int = 300_000
     topic_partitions_max: int = 10_000
+    groups: GroupLimits = field(default_factory=GroupLimits)
+    offsets_retention_ms: int = 604_800_000     # Kafka offsets.retention.minutes = 7 days

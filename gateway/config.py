@@ -15,6 +15,10 @@ Config file (every key optional):
     owner = "martlet"
     retention_check_ms = 300000
 
+    [groups]                  # consumer groups, see engine/groups/classic.py GroupLimits
+    initial_rebalance_delay_ms = 3000
+    session_timeout_ms_min = 6000
+
     [topic_defaults]          # engine names, see engine/catalog/config.py
     retention_ms = 604800000
     flush_mode = "async"
@@ -29,6 +33,7 @@ from typing import Any
 
 from ..engine.catalog.config import TopicConfig
 from ..engine.errors import InvalidConfig
+from ..engine.groups.classic import GroupLimits
 from ..engine.settings import EngineSettings
 from .settings import GatewaySettings
 
@@ -64,7 +69,7 @@ def load(path: str | None) -> ServeConfig:
 
 
 def from_document(doc: dict[str, Any]) -> ServeConfig:
-    unknown = set(doc) - {"gateway", "engine", "topic_defaults"}
+    unknown = set(doc) - {"gateway", "engine", "groups", "topic_defaults"}
     if unknown:
         raise ConfigError(f"unknown config sections: {', '.join(sorted(unknown))}")
     config = ServeConfig()
@@ -75,7 +80,8 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
         topic_defaults = TopicConfig().updated(dict(doc.get("topic_defaults", {})))
     except InvalidConfig as error:
         raise ConfigError(f"[topic_defaults]: {error}") from None
-    engine = _fill(EngineSettings(topic_defaults=topic_defaults), dict(doc.get("engine", {})), "engine")
+    groups = _fill(GroupLimits(), dict(doc.get("groups", {})), "groups")
+    engine = _fill(EngineSettings(topic_defaults=topic_defaults, groups=groups), dict(doc.get("engine", {})), "engine")
     return replace(config, gateway=gateway_settings, engine=engine)
 
 
@@ -97,7 +103,7 @@ def with_listen(config: ServeConfig, text: str) -> ServeConfig:
 def _fill(settings: Any, values: dict[str, Any], section: str) -> Any:
     known = {f.name: f for f in dataclasses.fields(settings)}
     for name, value in values.items():
-        if name not in known or name == "topic_defaults":
+        if name not in known or name in ("topic_defaults", "groups"):
             raise ConfigError(f"[{section}]: unknown key {name!r}")
         if type(value) is not type(getattr(settings, name)):
             raise ConfigError(f"[{section}] {name}: expected {type(getattr(settings, name)).__name__}, got {value!r}")

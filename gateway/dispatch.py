@@ -23,7 +23,7 @@ class Dispatcher:
         self.ctx = ctx
         self.apis = apis
 
-    async def handle(self, frame: bytes | memoryview) -> bytes | None:
+    async def handle(self, frame: bytes | memoryview, client_host: str = "") -> bytes | None:
         peeked = peek_header(frame)
         api = self.apis.get(peeked.api_key)
         if api is None:
@@ -32,7 +32,7 @@ class Dispatcher:
             if peeked.api_key == API_VERSIONS_KEY:
                 return encode_response(peeked, build(response_type(API_VERSIONS_KEY, 0), unsupported_version_body()))
             raise ProtocolError(f"api {peeked.api_key} version {peeked.api_version} is not supported")
-        header, body = decode_request(frame, peeked.api_key, peeked.api_version)
+        header, body = decode_request(frame, peeked.api_key, peeked.api_version, client_host)
         answer = await api.handler(self.ctx, header, body)
         if answer is None:
             return None

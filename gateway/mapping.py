@@ -9,6 +9,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..engine import errors as engine_errors
+from ..engine.groups.types import GroupError
 
 _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (engine_errors.CorruptBatch, ErrorCode.corrupt_message),
@@ -92,3 +93,26 @@ def configs_to_engine(pairs: dict[str, str | None]) -> dict[str, Any]:
 
 def engine_overrides_to_kafka(config: Any, overrides: frozenset[str]) -> dict[str, str]:
     return {BY_ENGINE[name].kafka: BY_ENGINE[name].to_kafka(getattr(config, name)) for name in overrides}
+
+
+# -- consumer groups
+
+_GROUP_CODES = {
+    GroupError.NONE: ErrorCode.none,
+    GroupError.UNKNOWN_MEMBER: ErrorCode.unknown_member_id,
+    GroupError.ILLEGAL_GENERATION: ErrorCode.illegal_generation,
+    GroupError.REBALANCE_IN_PROGRESS: ErrorCode.rebalance_in_progress,
+    GroupError.INCONSISTENT_PROTOCOL: ErrorCode.inconsistent_group_protocol,
+    GroupError.INVALID_SESSION_TIMEOUT: ErrorCode.invalid_session_timeout,
+    GroupError.INVALID_GROUP_ID: ErrorCode.invalid_group_id,
+    GroupError.MEMBER_ID_REQUIRED: ErrorCode.member_id_required,
+    GroupError.FENCED_INSTANCE_ID: ErrorCode.fenced_instance_id,
+    GroupError.GROUP_MAX_SIZE_REACHED: ErrorCode.group_max_size_reached,
+    GroupError.NON_EMPTY_GROUP: ErrorCode.non_empty_group,
+    GroupError.GROUP_NOT_FOUND: ErrorCode.group_id_not_found,
+    GroupError.COORDINATOR_NOT_AVAILABLE: ErrorCode.coordinator_not_available,
+}
+
+
+def group_code(error: GroupError) -> ErrorCode:
+    return _GROUP_CODES[error]

@@ -51,10 +51,11 @@ class Server:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         decoder = FrameDecoder(self.frame_bytes_max)
         peer = writer.get_extra_info("peername")
+        client_host = f"/{peer[0]}" if peer else ""  # Kafka shows hosts as "/address"
         try:
             while data := await reader.read(READ_BYTES):
                 for frame in decoder.feed(data):
-                    response = await self.dispatcher.handle(frame)
+                    response = await self.dispatcher.handle(frame, client_host)
                     if response is not None:
                         writer.write(response)
                         await writer.drain()

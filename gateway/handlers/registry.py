@@ -34,6 +34,8 @@ def handles(key: int, min_version: int, max_version: int) -> Callable[[Handler],
 
 def load_all() -> dict[int, Api]:
     """Import every handler module (each registers itself) and return the table."""
-    from . import configs, fetch, metadata, offsets, produce, producers, topics, versions  # noqa: F401
+    from . import (  # noqa: F401
+        configs, fetch, group_offsets, groups, metadata, offsets, produce, producers, topics, versions,
+    )
 
     return APIS

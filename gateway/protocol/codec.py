@@ -43,6 +43,7 @@ class RequestHeader:
     api_version: int
     correlation_id: int
     client_id: str | None
+    client_host: str = ""
 
 
 def peek_header(frame: bytes | memoryview) -> RequestHeader:
@@ -73,7 +74,8 @@ def _writer(cls: type) -> Callable[..., Any]:
     return entity_writer(cls)
 
 
-def decode_request(frame: bytes | memoryview, api_key: int, api_version: int) -> tuple[RequestHeader, Any]:
+def decode_request(frame: bytes | memoryview, api_key: int, api_version: int,
+                   client_host: str = "") -> tuple[RequestHeader, Any]:
     """Header and body of a request whose (key, version) the caller knows it serves."""
     cls = request_type(api_key, api_version)
     try:
@@ -82,7 +84,7 @@ def decode_request(frame: bytes | memoryview, api_key: int, api_version: int) ->
     except Exception as error:  # kio raises many types on malformed input; all mean "bad peer"
         raise ProtocolError(f"cannot decode api {api_key} v{api_version}: {error!r}") from error
     _check_no_null_arrays(body)
-    return RequestHeader(api_key, api_version, header.correlation_id, header.client_id), body
+    return RequestHeader(api_key, api_version, header.correlation_id, header.client_id, client_host), body
 
 
 def _check_no_null_arrays(entity: Any) -> None:

@@ -1,0 +1,455 @@
+"""The classic consumer-group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) as a
+deterministic state machine: every call takes `now_ms`, nothing here sleeps, reads a clock
+or does I/O. Member ids come from an injected function, so tests are repeatable.
+
+States follow Kafka's ClassicGroupState:
+    Empty --join--> PreparingRebalance --all rejoined / deadline--> CompletingRebalance
+    CompletingRebalance --leader's SyncGroup--> Stable --join of a new member, a leave,
+    an expired session, changed protocols--> PreparingRebalance
+A rebalance that ends with no members leaves the group Empty (its committed offsets stay).
+
+Waiting JoinGroup and SyncGroup requests are answered by `Reply` values in the outcome of
+whatever later call completes them (see types.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .types import (
+    GroupError,
+    GroupState,
+    GroupView,
+    JoinMember,
+    JoinRequest,
+    JoinResult,
+    MemberView,
+    Outcome,
+    Reply,
+    SyncRequest,
+    SyncResult,
+)
+
+E = GroupError
+S = GroupState
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLimits:
+    session_timeout_ms_min: int = 6_000          # Kafka group.min.session.timeout.ms
+    session_timeout_ms_max: int = 1_800_000      # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = 3_000      # group.initial.rebalance.delay.ms
+    group_size_max: int = 2**31 - 1              # group.max.size
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    last_seen_ms: int
+    assignment: bytes = b""
+    joining: bool = False      # a JoinGroup of this member waits for the rebalance to complete
+    syncing: bool = False      # a SyncGroup of this member waits for the leader's assignment
+
+    def metadata(self, protocol: str | None) -> bytes:
+        return next((meta for name, meta in self.protocols if name == protocol), b"")
+
+
+@dataclass(slots=True)
+class Group:
+    group_id: str
+    state: GroupState = S.EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    static: dict[str, str] = field(default_factory=dict)       # instance id -> member id
+    pending: dict[str, int] = field(default_factory=dict)      # KIP-394 ids handed out -> expiry
+    deadline_ms: int | None = None     # rebalance deadline (join phase or sync phase)
+    initial_until_ms: int | None = None  # initial rebalance delay of a group that was empty
+    started_ms: int = 0
+
+
+class ClassicCoordinator:
+    def __init__(self, limits: GroupLimits, new_member_id: Callable[[str], str]) -> None:
+        self.limits = limits
+        self.new_member_id = new_member_id
+        self.groups: dict[str, Group] = {}
+
+    # -- JoinGroup
+
+    def join(self, request: JoinRequest, now_ms: int) -> Outcome:
+        error = self._check_join(request)
+        if error is not E.NONE:
+            return Outcome(JoinResult(error, member_id=request.member_id))
+        group = self.groups.setdefault(request.group_id, Group(request.group_id))
+        if not self._protocols_fit(group, request):
+            return Outcome(JoinResult(E.INCONSISTENT_PROTOCOL, member_id=request.member_id))
+        if request.member_id == "":
+            return self._join_unknown(group, request, now_ms)
+        return self._join_known(group, request, now_ms)
+
+    def _check_join(self, request: JoinRequest) -> GroupError:
+        if not request.group_id:
+            return E.INVALID_GROUP_ID
+        limits = self.limits
+        if not limits.session_timeout_ms_min <= request.session_timeout_ms <= limits.session_timeout_ms_max:
+            return E.INVALID_SESSION_TIMEOUT
+        if not request.protocol_type or not request.protocols:
+            return E.INCONSISTENT_PROTOCOL
+        group = self.groups.get(request.group_id)
+        if group is None and request.member_id:
+            return E.UNKNOWN_MEMBER
+        return E.NONE
+
+    def _protocols_fit(self, group: Group, request: JoinRequest) -> bool:
+        others = [m for m in group.members.values() if m.member_id != request.member_id]
+        if not others:
+            return True
+        if request.protocol_type != group.protocol_type:
+            return False
+        offered = {name for name, _ in request.protocols}
+        return bool(offered.intersection(*({n for n, _ in m.protocols} for m in others)))
+
+    def _join_unknown(self, group: Group, request: JoinRequest, now_ms: int) -> Outcome:
+        if request.group_instance_id is not None and request.group_instance_id in group.static:
+            return self._replace_static(group, request, now_ms)
+        if len(group.members) + len(group.pending) >= self.limits.group_size_max:
+            return Outcome(JoinResult(E.GROUP_MAX_SIZE_REACHED))
+        prefix = request.group_instance_id or request.client_id
+        member_id = self.new_member_id(prefix)
+        if request.require_known_member_id and request.group_instance_id is None:
+            group.pending[member_id] = now_ms + request.session_timeout_ms
+            return Outcome(JoinResult(E.MEMBER_ID_REQUIRED, member_id=member_id))
+        return self._add_member(group, request, member_id, now_ms)
+
+    def _join_known(self, group: Group, request: JoinRequest, now_ms: int) -> Outcome:
+        member_id = request.member_id
+        if member_id in group.pending:
+            del group.pending[member_id]
+            return self._add_member(group, request, member_id, now_ms)
+        fenced = self._fenced(group, member_id, request.group_instance_id)
+        if fenced is not E.NONE:
+            return Outcome(JoinResult(fenced, member_id=member_id))
+        member = group.members[member_id]
+        changed = member.protocols != request.protocols
+        self._refresh(member, request, now_ms)
+        if group.state is S.PREPARING_REBALANCE:
+            return self._wait_join(group, member, now_ms)
+        if changed or member_id == group.leader_id or group.state is S.EMPTY:
+            return self._rebalance_and_wait(group, member, now_ms)
+        return Outcome(self._join_result(group, member))  # a member that missed its join answer
+
+    def _add_member(self, group: Group, request: JoinRequest, member_id: str, now_ms: int) -> Outcome:
+        member = Member(member_id, request.group_instance_id, request.client_id, request.client_host,
+                        request.session_timeout_ms, request.rebalance_timeout_ms, request.protocol_type,
+                        request.protocols, now_ms)
+        group.members[member_id] = member
+        if member.instance_id is not None:
+            group.static[member.instance_id] = member_id
+        if group.protocol_type is None:
+            group.protocol_type = request.protocol_type
+        return self._rebalance_and_wait(group, member, now_ms)
+
+    def _replace_static(self, group: Group, request: JoinRequest, now_ms: int) -> Outcome:
+        """KIP-345: a static member that restarts takes over its old member id's place."""
+        assert request.group_instance_id is not None
+        old_id = group.static[request.group_instance_id]
+        old = group.members.pop(old_id)
+        replies = self._fence_waiters(group, old)
+        new_id = self.new_member_id(request.group_instance_id)
+        old.member_id = new_id
+        old.joining = old.syncing = False
+        changed = old.protocols != request.protocols
+        self._refresh(old, request, now_ms)
+        group.members[new_id] = old
+        group.static[request.group_instance_id] = new_id
+        was_leader = group.leader_id == old_id
+        if was_leader:
+            group.leader_id = new_id
+        if group.state is S.STABLE and not changed and not was_leader:
+            return Outcome(self._join_result(group, old), replies)
+        outcome = self._rebalance_and_wait(group, old, now_ms)
+        outcome.replies[:0] = replies
+        return outcome
+
+    def _refresh(self, member: Member, request: JoinRequest, now_ms: int) -> None:
+        member.protocols = request.protocols
+        member.session_timeout_ms = request.session_timeout_ms
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms
+        member.client_id = request.client_id or member.client_id
+        member.client_host = request.client_host or member.client_host
+        member.last_seen_ms = now_ms
+
+    def _rebalance_and_wait(self, group: Group, member: Member, now_ms: int) -> Outcome:
+        replies = self._prepare_rebalance(group, now_ms)
+        outcome = self._wait_join(group, member, now_ms)
+        outcome.replies[:0] = replies
+        return outcome
+
+    def _wait_join(self, group: Group, member: Member, now_ms: int) -> Outcome:
+        member.joining = True
+        if group.initial_until_ms is not None:
+            span = self.limits.initial_rebalance_delay_ms
+            limit = group.started_ms + max(m.rebalance_timeout_ms for m in group.members.values())
+            group.initial_until_ms = min(max(group.initial_until_ms, now_ms + span), limit)
+        return Outcome(None, self._maybe_complete_join(group, now_ms), waiting_as=member.member_id)
+
+    # -- rebalance phases
+
+    def _prepare_rebalance(self, group: Group, now_ms: int) -> list[Reply]:
+        if group.state is S.PREPARING_REBALANCE:
+            return []
+        replies = [self._sync_reply(group, m, SyncResult(E.REBALANCE_IN_PROGRESS))
+                   for m in group.members.values() if m.syncing]
+        for member in group.members.values():
+            member.syncing = False
+        was_empty = group.state is S.EMPTY
+        group.state = S.PREPARING_REBALANCE
+        group.started_ms = now_ms
+        group.deadline_ms = now_ms + max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        delay = self.limits.initial_rebalance_delay_ms
+        group.initial_until_ms = now_ms + delay if was_empty and delay > 0 else None
+        return replies
+
+    def _maybe_complete_join(self, group: Group, now_ms: int) -> list[Reply]:
+        if group.state is not S.PREPARING_REBALANCE:
+            return []
+        if group.initial_until_ms is not None and now_ms < group.initial_until_ms:
+            return []
+        everyone = all(m.joining for m in group.members.values())
+        if not everyone and (group.deadline_ms is None or now_ms < group.deadline_ms):
+            return []
+        return self._complete_join(group, now_ms)
+
+    def _complete_join(self, group: Group, now_ms: int) -> list[Reply]:
+        for member in [m for m in group.members.values() if not m.joining]:
+            self._remove(group, member)
+        group.generation += 1
+        group.initial_until_ms = None
+        if not group.members:
+            self._become_empty(group)
+            return []
+        group.protocol_name = self._select_protocol(group)
+        if group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members))
+        group.state = S.COMPLETING_REBALANCE
+        group.deadline_ms = now_ms + max(m.rebalance_timeout_ms for m in group.members.values())
+        replies = []
+        for member in group.members.values():
+            member.joining = False
+            member.assignment = b""
+            member.last_seen_ms = now_ms
+            replies.append(Reply(group.group_id, member.member_id, "join", self._join_result(group, member)))
+        return replies
+
+    def _become_empty(self, group: Group) -> None:
+        group.state = S.EMPTY
+        group.protocol_type = group.protocol_name = group.leader_id = None
+        group.deadline_ms = None
+
+    def _select_protocol(self, group: Group) -> str:
+        members = list(group.members.values())
+        common = set.intersection(*({n for n, _ in m.protocols} for m in members))
+        votes: dict[str, int] = {}
+        for member in members:
+            choice = next(name for name, _ in member.protocols if name in common)
+            votes[choice] = votes.get(choice, 0) + 1
+        order = [name for name, _ in members[0].protocols if name in votes]
+        return max(order, key=lambda name: votes[name])
+
+    def _join_result(self, group: Group, member: Member) -> JoinResult:
+        members: tuple[JoinMember, ...] = ()
+        if member.member_id == group.leader_id:
+            members = tuple(JoinMember(m.member_id, m.instance_id, m.metadata(group.protocol_name))
+                            for m in group.members.values())
+        return JoinResult(E.NONE, group.generation, group.protocol_type, group.protocol_name,
+                          group.leader_id or "", member.member_id, False, members)
+
+    # -- SyncGroup
+
+    def sync(self, request: SyncRequest, now_ms: int) -> Outcome:
+        group = self.groups.get(request.group_id)
+        error = self._check_member(group, request.member_id, request.group_instance_id, request.generation_id)
+        if error is E.NONE and group is not None:
+            error = self._check_sync_protocol(group, request)
+        if error is not E.NONE or group is None:
+            return Outcome(SyncResult(error))
+        member = group.members[request.member_id]
+        member.last_seen_ms = now_ms
+        if group.state is S.PREPARING_REBALANCE:
+            return Outcome(SyncResult(E.REBALANCE_IN_PROGRESS))
+        if group.state is S.STABLE:
+            return Outcome(SyncResult(E.NONE, group.protocol_type, group.protocol_name, member.assignment))
+        member.syncing = True
+        replies = self._complete_sync(group, dict(request.assignments)) if member.member_id == group.leader_id else []
+        return Outcome(None, replies, waiting_as=member.member_id)
+
+    def _check_sync_protocol(self, group: Group, request: SyncRequest) -> GroupError:
+        if request.protocol_type is not None and request.protocol_type != group.protocol_type:
+            return E.INCONSISTENT_PROTOCOL
+        if request.protocol_name is not None and request.protocol_name != group.protocol_name:
+            return E.INCONSISTENT_PROTOCOL
+        return E.NONE
+
+    def _complete_sync(self, group: Group, assignments: dict[str, bytes]) -> list[Reply]:
+        group.state = S.STABLE
+        group.deadline_ms = None
+        replies = []
+        for member in group.members.values():
+            member.assignment = assignments.get(member.member_id, b"")
+            if member.syncing:
+                member.syncing = False
+                result = SyncResult(E.NONE, group.protocol_type, group.protocol_name, member.assignment)
+                replies.append(self._sync_reply(group, member, result))
+        return replies
+
+    def _sync_reply(self, group: Group, member: Member, result: SyncResult) -> Reply:
+        return Reply(group.group_id, member.member_id, "sync", result)
+
+    # -- Heartbeat, LeaveGroup, commits
+
+    def heartbeat(self, group_id: str, member_id: str, generation_id: int, instance_id: str | None,
+                  now_ms: int) -> GroupError:
+        group = self.groups.get(group_id)
+        error = self._check_member(group, member_id, instance_id, generation_id)
+        if error is not E.NONE or group is None:
+            return error
+        group.members[member_id].last_seen_ms = now_ms
+        return E.REBALANCE_IN_PROGRESS if group.state is S.PREPARING_REBALANCE else E.NONE
+
+    def validate_commit(self, group_id: str, member_id: str, generation_id: int, instance_id: str | None,
+                        now_ms: int) -> GroupError:
+        """OffsetCommit rules: members commit in their generation; anyone may commit to a group
+        with no members using generation -1 (simple consumers, Flink, Spark, admin tools)."""
+        group = self.groups.get(group_id)
+        if group is None or group.state is S.EMPTY:
+            return E.NONE if generation_id < 0 else E.UNKNOWN_MEMBER if group is None else E.ILLEGAL_GENERATION
+        error = self._check_member(group, member_id, instance_id, generation_id)
+        if error is not E.NONE:
+            return error
+        group.members[member_id].last_seen_ms = now_ms
+        return E.REBALANCE_IN_PROGRESS if group.state is S.COMPLETING_REBALANCE else E.NONE
+
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int) -> tuple[list[GroupError], list[Reply]]:
+        group = self.groups.get(group_id)
+        if group is None:
+            return [E.UNKNOWN_MEMBER for _ in leaving], []
+        errors, replies = [], []
+        for member_id, instance_id in leaving:
+            member_id = group.static.get(instance_id, member_id) if instance_id and not member_id else member_id
+            error = self._fenced(group, member_id, instance_id)
+            errors.append(error)
+            if error is E.NONE:
+                replies += self._remove_and_rebalance(group, group.members[member_id], now_ms)
+        return errors, replies
+
+    def _check_member(self, group: Group | None, member_id: str, instance_id: str | None,
+                      generation_id: int) -> GroupError:
+        if group is None or group.state is S.DEAD:
+            return E.UNKNOWN_MEMBER
+        error = self._fenced(group, member_id, instance_id)
+        if error is not E.NONE:
+            return error
+        return E.ILLEGAL_GENERATION if generation_id != group.generation else E.NONE
+
+    def _fenced(self, group: Group, member_id: str, instance_id: str | None) -> GroupError:
+        if instance_id is not None and instance_id in group.static and group.static[instance_id] != member_id:
+            return E.FENCED_INSTANCE_ID
+        return E.NONE if member_id in group.members else E.UNKNOWN_MEMBER
+
+    # -- time
+
+    def tick(self, now_ms: int) -> list[Reply]:
+        """Expire pending member ids and silent members, end join and sync phases that ran
+        past their deadline."""
+        replies: list[Reply] = []
+        for group in list(self.groups.values()):
+            group.pending = {m: until for m, until in group.pending.items() if until > now_ms}
+            for member in [m for m in group.members.values() if self._expired(m, now_ms)]:
+                replies += self._remove_and_rebalance(group, member, now_ms)
+            replies += self._phase_deadline(group, now_ms)
+        return replies
+
+    def _expired(self, member: Member, now_ms: int) -> bool:
+        waiting = member.joining or member.syncing
+        return not waiting and member.last_seen_ms + member.session_timeout_ms <= now_ms
+
+    def _phase_deadline(self, group: Group, now_ms: int) -> list[Reply]:
+        if group.state is S.PREPARING_REBALANCE:
+            return self._maybe_complete_join(group, now_ms)
+        if group.state is S.COMPLETING_REBALANCE and group.deadline_ms is not None and now_ms >= group.deadline_ms:
+            replies = []
+            for member in [m for m in group.members.values() if not m.syncing]:
+                replies += self._remove_and_rebalance(group, member, now_ms)
+            return replies
+        return []
+
+    def next_deadline_ms(self) -> int | None:
+        times = []
+        for group in self.groups.values():
+            times += group.pending.values()
+            times += [m.last_seen_ms + m.session_timeout_ms for m in group.members.values()
+                      if not (m.joining or m.syncing)]
+            if group.state in (S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE) and group.deadline_ms is not None:
+                times.append(group.deadline_ms)
+            if group.initial_until_ms is not None:
+                times.append(group.initial_until_ms)
+        return min(times, default=None)
+
+    # -- membership changes
+
+    def _remove_and_rebalance(self, group: Group, member: Member, now_ms: int) -> list[Reply]:
+        replies = self._fence_waiters(group, member, E.UNKNOWN_MEMBER)
+        self._remove(group, member)
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            replies += self._prepare_rebalance(group, now_ms)
+        if group.state is S.PREPARING_REBALANCE:
+            if not group.members:
+                group.initial_until_ms = None
+            replies += self._maybe_complete_join(group, now_ms)
+        return replies
+
+    def _remove(self, group: Group, member: Member) -> None:
+        del group.members[member.member_id]
+        if member.instance_id is not None and group.static.get(member.instance_id) == member.member_id:
+            del group.static[member.instance_id]
+
+    def _fence_waiters(self, group: Group, member: Member, error: GroupError = E.FENCED_INSTANCE_ID) -> list[Reply]:
+        replies = []
+        if member.joining:
+            replies.append(Reply(group.group_id, member.member_id, "join", JoinResult(error, member_id=member.member_id)))
+        if member.syncing:
+            replies.append(self._sync_reply(group, member, SyncResult(error)))
+        return replies
+
+    # -- admin
+
+    def describe(self, group_id: str) -> GroupView | None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        members = tuple(MemberView(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                   m.metadata(group.protocol_name), m.assignment) for m in group.members.values())
+        return GroupView(group.group_id, group.state, group.protocol_type or "", group.protocol_name or "",
+                         group.generation, group.leader_id or "", members)
+
+    def list(self) -> list[GroupView]:
+        return [view for view in map(self.describe, sorted(self.groups)) if view is not None]
+
+    def delete(self, group_id: str) -> GroupError:
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.GROUP_NOT_FOUND
+        if group.members or group.state is not S.EMPTY:
+            return E.NON_EMPTY_GROUP
+        del self.groups[group_id]
+        return E.NONE

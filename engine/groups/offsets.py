@@ -1,0 +1,253 @@
+"""Committed offsets of consumer groups: an in-memory map persisted through an engine log.
+
+State: group id -> (topic, partition) -> CommittedOffset. Every change is first appended to an
+internal PartitionLog at the caller's path as one batch (format in records.py) and only then
+applied in memory, so memory never holds what the log lacks. The log's append hands the bytes
+to the OS before it returns, so a commit that returned survives kill -9 (not power loss: that
+needs a flush). Opening replays the whole log from an empty state; a torn tail was already cut
+by the log's recovery, so at most the last change is lost, never one before it.
+
+A commit request is one batch, so it is applied whole or not at all. Offsets carry the topic's
+id at commit time: fetch ignores an entry whose id differs, so a topic deleted and created
+again under the same name does not inherit the old topic's offsets.
+
+Compaction keeps the log near the size of the live state: once the log exceeds
+max(COMPACT_GROWTH x live estimate, segment_bytes, 2 x its size after the last compaction), the
+live state is written as commit batches into a fresh log at <path>.compact, then swapped in:
+
+    1. write and close <path>.compact          crash: <path> is whole, .compact is discarded
+    2. rename <path> -> <path>.old             crash: <path> missing, .compact is complete
+    3. rename <path>.compact -> <path>         crash: both exist, <path> is the new log
+    4. delete <path>.old
+
+`open` settles each of those states (`_settle_compaction`) before it reads the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+from ..log import LogConfig, PartitionLog, iter_batches
+from ..store import Store, join
+from .records import Change, Commit, CommittedOffset, DeleteGroup, Key, Remove, from_batch, to_batch
+
+__all__ = ["CommittedOffset", "OffsetStore"]
+
+COMPACT_SUFFIX = ".compact"
+OLD_SUFFIX = ".old"
+COMPACT_GROWTH = 4  # compact once the log is this many times the live state
+COMPACT_BATCH_ENTRIES = 1_000  # offsets per batch when the live state is rewritten
+READ_CHUNK_BYTES = 1 << 20  # how much of the log replay reads at a time
+# Rough encoded size of one entry beyond its strings (numbers, quotes, commas), and of one
+# group beyond its id (batch header, JSON wrapper). Generous, so the estimate errs high.
+ENTRY_OVERHEAD_BYTES = 80
+GROUP_OVERHEAD_BYTES = 128
+
+Offsets = dict[Key, CommittedOffset]
+
+
+class OffsetStore:
+    def __init__(self, store: Store, path: str, now_ms: Callable[[], int], config: LogConfig) -> None:
+        self._store = store
+        self._path = path
+        self._now_ms = now_ms
+        self._config = config
+        self._groups: dict[str, Offsets] = {}
+        self._live_bytes = 0  # estimate of the compacted log's size, kept up to date by _apply
+        self._compacted_bytes = 0  # log size after this process last compacted it
+        self._log: PartitionLog | None = None
+
+    @classmethod
+    def open(
+        cls,
+        store: Store,
+        path: str,
+        now_ms: Callable[[], int],
+        segment_bytes: int = 64 * 1024 * 1024,
+    ) -> OffsetStore:
+        """Open the offsets log at `path` (created if missing) and rebuild the state from it."""
+        path = join(path)
+        assert path, "the offsets log needs a path below the store's root"
+        # No retention: the log is the state, shrunk only by compaction.
+        config = LogConfig(segment_bytes=segment_bytes, retention_ms=-1, retention_bytes=-1)
+        _settle_compaction(store, path)
+        offsets = cls(store, path, now_ms, config)
+        offsets._log = PartitionLog.open(store, path, config, now_ms)
+        for change in _replay(offsets._log):
+            offsets._apply(change)
+        return offsets
+
+    # -- reading -------------------------------------------------------------------------
+
+    def fetch(self, group_id: str, topic: str, partition: int, topic_id: str) -> CommittedOffset | None:
+        """The committed offset, or None if there is none for this incarnation of the topic."""
+        value = self._groups.get(group_id, {}).get((topic, partition))
+        return value if value is not None and value.topic_id == topic_id else None
+
+    def group_offsets(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+        """Every offset of the group, whatever topic id it was committed under (a copy)."""
+        return dict(self._groups.get(group_id, {}))
+
+    def groups(self) -> list[str]:
+        """Groups with at least one committed offset, sorted."""
+        return sorted(self._groups)
+
+    # -- changing --------------------------------------------------------------------------
+
+    def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
+        """Store (topic, topic_id, partition, value) entries as one batch: all or none.
+
+        The tuple's topic_id is the one stored (it replaces value.topic_id if they differ),
+        since the caller resolved it from the topic name for this very request."""
+        entries = tuple(
+            (topic, partition, value if value.topic_id == topic_id else replace(value, topic_id=topic_id))
+            for topic, topic_id, partition, value in offsets
+        )
+        if entries:
+            self._write(Commit(group_id, entries))
+
+    def delete_group(self, group_id: str) -> None:
+        if group_id in self._groups:
+            self._write(DeleteGroup(group_id))
+
+    def delete_offsets(self, group_id: str, topic: str, partitions: list[int]) -> None:
+        """OffsetDelete: forget these partitions' offsets (missing ones are ignored)."""
+        present = self._groups.get(group_id, {})
+        keys = tuple(dict.fromkeys(key for key in ((topic, p) for p in partitions) if key in present))
+        if keys:
+            self._write(Remove(group_id, keys))
+
+    def expire(self, now_ms: int, retention_ms: int, is_empty: Callable[[str], bool]) -> int:
+        """Drop offsets committed at least retention_ms ago, in groups with no members.
+
+        KIP-211: a group's offsets only expire while it is empty, so an active consumer that
+        commits rarely keeps them. Each group's removals are one tombstone batch, so a restart
+        does not bring them back. Returns how many offsets were removed."""
+        assert retention_ms >= 0, "offsets retention must not be negative"
+        removed = 0
+        for group_id in [group_id for group_id in self._groups if is_empty(group_id)]:
+            offsets = self._groups[group_id]
+            keys = tuple(key for key, value in offsets.items() if value.commit_ms + retention_ms <= now_ms)
+            if keys:
+                self._write(Remove(group_id, keys))
+                removed += len(keys)
+        return removed
+
+    def _write(self, change: Change) -> None:
+        """Log first, then memory; then compact if the log has outgrown the state."""
+        log = self._open_log()
+        log.append(*to_batch(change, self._now_ms()))
+        self._apply(change)
+        if self._should_compact(log.size_bytes()):
+            self.compact()
+
+    # -- state -----------------------------------------------------------------------------
+
+    def _apply(self, change: Change) -> None:
+        if isinstance(change, Commit):
+            for topic, partition, value in change.offsets:
+                self._put(change.group_id, (topic, partition), value)
+        elif isinstance(change, Remove):
+            for key in change.keys:
+                self._drop(change.group_id, key)
+        else:
+            for key in list(self._groups.get(change.group_id, {})):
+                self._drop(change.group_id, key)
+
+    def _put(self, group_id: str, key: Key, value: CommittedOffset) -> None:
+        offsets = self._groups.get(group_id)
+        if offsets is None:
+            offsets = self._groups[group_id] = {}
+            self._live_bytes += _group_bytes(group_id)
+        old = offsets.get(key)
+        if old is not None:
+            self._live_bytes -= _entry_bytes(key, old)
+        offsets[key] = value
+        self._live_bytes += _entry_bytes(key, value)
+
+    def _drop(self, group_id: str, key: Key) -> None:
+        """Remove one entry, and the group once it has none (a removal of nothing is a no-op,
+        as replaying a tombstone for an offset already gone must be)."""
+        offsets = self._groups.get(group_id, {})
+        value = offsets.pop(key, None)
+        if value is not None:
+            self._live_bytes -= _entry_bytes(key, value)
+        if not offsets and group_id in self._groups:
+            del self._groups[group_id]
+            self._live_bytes -= _group_bytes(group_id)
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def _should_compact(self, log_bytes: int) -> bool:
+        """Cheap: a few integer comparisons. The last term keeps an estimate that runs low
+        (metadata full of characters JSON escapes) from compacting on every write."""
+        floor = max(COMPACT_GROWTH * self._live_bytes, self._config.segment_bytes, 2 * self._compacted_bytes)
+        return log_bytes > floor
+
+    def compact(self) -> None:
+        """Rewrite the live state into a fresh log and swap it in (steps in the docstring)."""
+        log = self._open_log()
+        compact_path, old_path = self._path + COMPACT_SUFFIX, self._path + OLD_SUFFIX
+        for leftover in (compact_path, old_path):  # settled on open: only garbage can be there
+            self._store.delete(leftover)
+        fresh = PartitionLog.open(self._store, compact_path, self._config, self._now_ms)
+        for change in self._live_changes():
+            fresh.append(*to_batch(change, self._now_ms()))
+        fresh.close()  # durable and marked clean before it may replace the current log
+        log.close()
+        self._log = None
+        self._store.rename(self._path, old_path)
+        self._store.rename(compact_path, self._path)
+        self._store.delete(old_path)
+        self._log = PartitionLog.open(self._store, self._path, self._config, self._now_ms)
+        self._compacted_bytes = self._log.size_bytes()
+
+    def _live_changes(self) -> Iterator[Commit]:
+        """The live state as commit changes, at most COMPACT_BATCH_ENTRIES offsets each."""
+        for group_id, offsets in self._groups.items():
+            entries = [(topic, partition, value) for (topic, partition), value in offsets.items()]
+            for start in range(0, len(entries), COMPACT_BATCH_ENTRIES):
+                yield Commit(group_id, tuple(entries[start : start + COMPACT_BATCH_ENTRIES]))
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _open_log(self) -> PartitionLog:
+        assert self._log is not None, "offset store is closed"
+        return self._log
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _replay(log: PartitionLog) -> Iterator[Change]:
+    """Every change in the log, oldest first."""
+    offset = log.start_offset
+    while offset < log.end_offset:
+        data = memoryview(log.read(offset, READ_CHUNK_BYTES))
+        before = offset
+        for position, header in iter_batches(data):
+            yield from_batch(data[position : position + header.size], header)
+            offset = header.next_offset
+        assert offset > before, f"offsets log returned no whole batch at {before}"
+
+
+def _settle_compaction(store: Store, path: str) -> None:
+    """Finish a compaction that got past its first rename, or discard one that did not."""
+    compact_path, old_path = path + COMPACT_SUFFIX, path + OLD_SUFFIX
+    if store.exists(old_path) and not store.exists(path):
+        # Crashed between the renames: the compacted log is complete (closed before step 2).
+        store.rename(compact_path if store.exists(compact_path) else old_path, path)
+    store.delete(old_path)
+    store.delete(compact_path)
+
+
+def _entry_bytes(key: Key, value: CommittedOffset) -> int:
+    metadata = value.metadata or ""
+    return len(key[0].encode()) + len(value.topic_id.encode()) + len(metadata.encode()) + ENTRY_OVERHEAD_BYTES
+
+
+def _group_bytes(group_id: str) -> int:
+    return len(group_id.encode()) + GROUP_OVERHEAD_BYTES
