@@ -59,6 +59,9 @@ class Server:
                     if response is not None:
                         writer.write(response)
                         await writer.drain()
+            if decoder.pending_bytes:
+                log.warning("closing connection from %s: it ended inside a frame (%d bytes pending)",
+                            peer, decoder.pending_bytes)
         except (FrameError, ProtocolError) as error:
             log.warning("closing connection from %s: %s", peer, error)
         except ConnectionError:

@@ -8,7 +8,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...engine.catalog.names import check_name
-from ...engine.errors import EngineError, InvalidPartitionCount, TopicExists, UnknownTopic
+from ...engine.errors import EngineError, InvalidPartitionCount, TopicExists
 from ..mapping import configs_to_engine, error_code
 from .configs import describe_topic_configs
 from .registry import handles
@@ -69,20 +69,20 @@ async def delete_topics(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
 
 
 def _delete_one(ctx: Any, name: str | None, uid: Any) -> dict[str, Any]:
-    try:
+    if name is None:
+        name = _name_for_id(ctx, uid)
         if name is None:
-            name = _name_for_id(ctx, uid)
+            return {"name": None, "topic_id": uid, "error_code": ErrorCode.unknown_topic_id,
+                    "error_message": f"no topic has id {uid}"}
+    try:
         topic = ctx.engine.delete_topic(name)
     except EngineError as error:
         return {"name": name, "topic_id": uid, "error_code": error_code(error), "error_message": str(error)}
     return {"name": name, "topic_id": topic.resource.uid, "error_code": ErrorCode.none}
 
 
-def _name_for_id(ctx: Any, uid: Any) -> str:
-    for topic in ctx.engine.topics():
-        if topic.resource.uid == uid:
-            return topic.name
-    raise UnknownTopic(f"no topic has id {uid}")
+def _name_for_id(ctx: Any, uid: Any) -> str | None:
+    return next((topic.name for topic in ctx.engine.topics() if topic.resource.uid == uid), None)
 
 
 @handles(37, 0, 3)

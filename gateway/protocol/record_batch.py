@@ -34,7 +34,7 @@ class BatchRejected(Exception):
 def check_batch(records: bytes | None, max_batch_bytes: int) -> tuple[bytearray, BatchHeader]:
     """A patchable copy of the one batch in `records`, and its parsed header."""
     if not records or len(records) < HEADER_BYTES:
-        raise BatchRejected(ErrorCode.corrupt_message, "record set shorter than a batch header")
+        raise BatchRejected(ErrorCode.invalid_record, "record set shorter than a batch header")
     try:
         header = parse_header(records)
     except CorruptBatch as error:
@@ -47,10 +47,12 @@ def check_batch(records: bytes | None, max_batch_bytes: int) -> tuple[bytearray,
 
 
 def _check_shape(header: BatchHeader, size: int, max_batch_bytes: int) -> None:
+    # Kafka finds no whole v2 batch in either case and answers INVALID_RECORD (checked
+    # against the reference broker), not CORRUPT_MESSAGE.
     if header.magic != MAGIC_V2:
-        raise BatchRejected(ErrorCode.unsupported_for_message_format, f"magic {header.magic} is not 2")
+        raise BatchRejected(ErrorCode.invalid_record, f"magic {header.magic} is not 2")
     if header.size > size:
-        raise BatchRejected(ErrorCode.corrupt_message, "record batch is truncated")
+        raise BatchRejected(ErrorCode.invalid_record, "record batch is truncated")
     if header.size < size:
         raise BatchRejected(ErrorCode.invalid_record, "a partition's record set must hold exactly one batch")
     if size > max_batch_bytes:

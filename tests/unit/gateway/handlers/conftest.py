@@ -1,0 +1,14 @@
+from collections.abc import Iterator
+
+import pytest
+
+from .harness import Broker
+
+
+@pytest.fixture
+def broker() -> Iterator[Broker]:
+    instance = Broker()
+    try:
+        yield instance
+    finally:
+        instance.close()

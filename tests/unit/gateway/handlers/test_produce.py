@@ -1,0 +1,143 @@
+"""Produce: acks, batch checks, unknown topics and partitions, idempotent sequences."""
+
+import datetime
+import struct
+
+import crc32c
+
+from tests.integration.raw_client import batch_of_size, record_batch
+
+from .harness import NOW_MS, PRODUCE, Broker
+
+
+def one(answer: object) -> object:
+    return answer.responses[0].partition_responses[0]  # type: ignore[attr-defined]
+
+
+def high_watermark(broker: Broker, topic: str = "t", partition: int = 0) -> int:
+    return broker.list_offset(topic, partition, -1).offset
+
+
+def test_append_answers_base_offsets_in_order(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    first = one(broker.produce("t", 0, record_batch([b"a", b"b"])))
+    assert (first.index, first.error_code, first.base_offset, first.log_append_time, first.log_start_offset) == (
+        0, 0, 0, None, 0)  # kio reads log_append_time -1 as None
+    assert one(broker.produce("t", 0, record_batch([b"c"]))).base_offset == 2
+    assert one(broker.produce("t", 1, record_batch([b"d"]))).base_offset == 0
+    assert high_watermark(broker) == 3
+
+
+def test_acks_zero_gets_no_answer_but_appends(broker: Broker) -> None:
+    broker.create_topic("t")
+    assert broker.produce("t", 0, record_batch([b"quiet"]), acks=0) is None
+    assert high_watermark(broker) == 1
+
+
+def test_invalid_acks_is_refused_for_every_partition(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    body = {"acks": 2, "timeout": 1000, "topic_data": [{"name": "t", "partition_data": [
+        {"index": 0, "records": record_batch([b"x"])}, {"index": 1, "records": record_batch([b"y"])}]}]}
+    answer = broker.call(PRODUCE, 9, body)
+    assert [(p.index, p.error_code) for p in answer.responses[0].partition_responses] == [(0, 21), (1, 21)]
+    assert high_watermark(broker, "t", 0) == 0 and high_watermark(broker, "t", 1) == 0
+
+
+def test_corrupt_crc_is_corrupt_message(broker: Broker) -> None:
+    broker.create_topic("t")
+    batch = bytearray(record_batch([b"payload"]))
+    batch[-3] ^= 0xFF
+    assert one(broker.produce("t", 0, bytes(batch))).error_code == 2
+    assert high_watermark(broker) == 0
+
+
+def test_truncated_batch_is_invalid_record(broker: Broker) -> None:
+    """Kafka 4.4.0 finds no whole batch in the record set: INVALID_RECORD, not CORRUPT_MESSAGE."""
+    broker.create_topic("t")
+    whole = record_batch([b"payload"])
+    assert one(broker.produce("t", 0, whole[:40])).error_code == 87  # shorter than a batch header
+    assert one(broker.produce("t", 0, whole[:-5])).error_code == 87  # header whole, records cut
+    assert high_watermark(broker) == 0
+
+
+def test_batch_over_max_message_bytes_is_too_large(broker: Broker) -> None:
+    broker.create_topic("t", configs={"max.message.bytes": "2000"})
+    assert one(broker.produce("t", 0, batch_of_size(3000))).error_code == 10
+    assert one(broker.produce("t", 0, batch_of_size(2000))).error_code == 0
+    assert high_watermark(broker) == 1
+
+
+def test_bad_batch_shapes_are_invalid_record(broker: Broker) -> None:
+    broker.create_topic("t")
+    two = record_batch([b"a"]) + record_batch([b"b"])
+    assert one(broker.produce("t", 0, two)).error_code == 87  # one batch per partition
+    assert high_watermark(broker) == 0
+
+
+def test_old_magic_is_invalid_record(broker: Broker) -> None:
+    """Produce v3+ carries magic 2 batches only; Kafka 4.4.0 answers INVALID_RECORD otherwise."""
+    broker.create_topic("t")
+    old_magic = bytearray(record_batch([b"a"]))
+    old_magic[16] = 1
+    assert one(broker.produce("t", 0, bytes(old_magic))).error_code == 87
+    assert high_watermark(broker) == 0
+
+
+def test_unknown_topic_and_partition(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    assert one(broker.produce("ghost", 0, record_batch([b"a"]))).error_code == 3
+    assert one(broker.produce("t", 2, record_batch([b"a"]))).error_code == 3
+    assert broker.topic_names() == {"t"}
+
+
+def test_log_append_time_topics_stamp_the_broker_time(broker: Broker) -> None:
+    broker.create_topic("t", configs={"message.timestamp.type": "LogAppendTime"})
+    result = one(broker.produce("t", 0, record_batch([b"a"], 5)))
+    stamped = datetime.datetime.fromtimestamp(NOW_MS / 1000, datetime.UTC)
+    assert (result.error_code, result.log_append_time) == (0, stamped)
+    assert broker.list_offset("t", 0, -3).timestamp == NOW_MS
+
+
+def idempotent(producer_id: int, sequence: int, count: int = 1, epoch: int = 0) -> bytes:
+    return record_batch([b"i%d" % n for n in range(count)], producer_id=producer_id,
+                        producer_epoch=epoch, base_sequence=sequence)
+
+
+def test_sequence_gap_is_out_of_order(broker: Broker) -> None:
+    broker.create_topic("t")
+    assert one(broker.produce("t", 0, idempotent(7, 0, count=2))).error_code == 0
+    assert one(broker.produce("t", 0, idempotent(7, 5))).error_code == 45
+    assert one(broker.produce("t", 0, idempotent(7, 2))).base_offset == 2
+    assert high_watermark(broker) == 3
+
+
+def test_resent_batch_answers_the_original_offset(broker: Broker) -> None:
+    broker.create_topic("t")
+    broker.append("t", 0, [b"before"])
+    batch = idempotent(7, 0, count=3)
+    assert one(broker.produce("t", 0, batch)).base_offset == 1
+    assert one(broker.produce("t", 0, idempotent(7, 3))).base_offset == 4
+    again = one(broker.produce("t", 0, batch))
+    assert (again.error_code, again.base_offset) == (0, 1)
+    assert high_watermark(broker) == 5
+
+
+def test_new_epoch_restarts_sequences_and_old_epoch_is_fenced(broker: Broker) -> None:
+    broker.create_topic("t")
+    assert one(broker.produce("t", 0, idempotent(7, 0, epoch=1))).error_code == 0
+    assert one(broker.produce("t", 0, idempotent(7, 3, epoch=2))).error_code == 45
+    assert one(broker.produce("t", 0, idempotent(7, 0, epoch=2))).error_code == 0
+    assert one(broker.produce("t", 0, idempotent(7, 1, epoch=1))).error_code == 47  # INVALID_PRODUCER_EPOCH
+
+
+def test_idempotent_batch_needs_a_sequence(broker: Broker) -> None:
+    broker.create_topic("t")
+    assert one(broker.produce("t", 0, idempotent(7, -1))).error_code == 87
+
+
+def test_control_batches_are_refused(broker: Broker) -> None:
+    broker.create_topic("t")
+    batch = bytearray(record_batch([b"a"]))
+    struct.pack_into(">h", batch, 21, 0x20)
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    assert one(broker.produce("t", 0, bytes(batch))).error_code == 87
