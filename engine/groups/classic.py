@@ -111,13 +111,14 @@ class ClassicCoordinator:
         return E.NONE
 
     def _protocols_fit(self, group: Group, request: JoinRequest) -> bool:
-        others = [m for m in group.members.values() if m.member_id != request.member_id]
-        if not others:
+        """Kafka's rule: a group with members only takes its protocol type, and a protocol
+        list that shares a protocol with every member (the joiner's old list included)."""
+        if not group.members:
             return True
         if request.protocol_type != group.protocol_type:
             return False
         offered = {name for name, _ in request.protocols}
-        return bool(offered.intersection(*({n for n, _ in m.protocols} for m in others)))
+        return bool(offered.intersection(*({n for n, _ in m.protocols} for m in group.members.values())))
 
     def _join_unknown(self, group: Group, request: JoinRequest, now_ms: int) -> Outcome:
         if request.group_instance_id is not None and request.group_instance_id in group.static:
@@ -157,6 +158,8 @@ class ClassicCoordinator:
             group.static[member.instance_id] = member_id
         if group.protocol_type is None:
             group.protocol_type = request.protocol_type
+        if group.leader_id is None:
+            group.leader_id = member_id
         return self._rebalance_and_wait(group, member, now_ms)
 
     def _replace_static(self, group: Group, request: JoinRequest, now_ms: int) -> Outcome:
@@ -197,10 +200,9 @@ class ClassicCoordinator:
 
     def _wait_join(self, group: Group, member: Member, now_ms: int) -> Outcome:
         member.joining = True
-        if group.initial_until_ms is not None:
+        if group.initial_until_ms is not None and group.deadline_ms is not None:
             span = self.limits.initial_rebalance_delay_ms
-            limit = group.started_ms + max(m.rebalance_timeout_ms for m in group.members.values())
-            group.initial_until_ms = min(max(group.initial_until_ms, now_ms + span), limit)
+            group.initial_until_ms = min(max(group.initial_until_ms, now_ms + span), group.deadline_ms)
         return Outcome(None, self._maybe_complete_join(group, now_ms), waiting_as=member.member_id)
 
     # -- rebalance phases
@@ -211,13 +213,15 @@ class ClassicCoordinator:
         replies = [self._sync_reply(group, m, SyncResult(E.REBALANCE_IN_PROGRESS))
                    for m in group.members.values() if m.syncing]
         for member in group.members.values():
+            if member.syncing:
+                member.last_seen_ms = now_ms  # its session restarts when it is answered
             member.syncing = False
         was_empty = group.state is S.EMPTY
         group.state = S.PREPARING_REBALANCE
         group.started_ms = now_ms
         group.deadline_ms = now_ms + max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
         delay = self.limits.initial_rebalance_delay_ms
-        group.initial_until_ms = now_ms + delay if was_empty and delay > 0 else None
+        group.initial_until_ms = min(now_ms + delay, group.deadline_ms) if was_empty and delay > 0 else None
         return replies
 
     def _maybe_complete_join(self, group: Group, now_ms: int) -> list[Reply]:
@@ -225,7 +229,9 @@ class ClassicCoordinator:
             return []
         if group.initial_until_ms is not None and now_ms < group.initial_until_ms:
             return []
-        everyone = all(m.joining for m in group.members.values())
+        # Ids handed out but not yet used (KIP-394) hold the join back, as in Kafka, unless
+        # nobody is left to wait for; the group then empties and they join afresh.
+        everyone = all(m.joining for m in group.members.values()) and not (group.pending and group.members)
         if not everyone and (group.deadline_ms is None or now_ms < group.deadline_ms):
             return []
         return self._complete_join(group, now_ms)
@@ -290,7 +296,8 @@ class ClassicCoordinator:
         if group.state is S.STABLE:
             return Outcome(SyncResult(E.NONE, group.protocol_type, group.protocol_name, member.assignment))
         member.syncing = True
-        replies = self._complete_sync(group, dict(request.assignments)) if member.member_id == group.leader_id else []
+        is_leader = member.member_id == group.leader_id
+        replies = self._complete_sync(group, dict(request.assignments), now_ms) if is_leader else []
         return Outcome(None, replies, waiting_as=member.member_id)
 
     def _check_sync_protocol(self, group: Group, request: SyncRequest) -> GroupError:
@@ -300,7 +307,7 @@ class ClassicCoordinator:
             return E.INCONSISTENT_PROTOCOL
         return E.NONE
 
-    def _complete_sync(self, group: Group, assignments: dict[str, bytes]) -> list[Reply]:
+    def _complete_sync(self, group: Group, assignments: dict[str, bytes], now_ms: int) -> list[Reply]:
         group.state = S.STABLE
         group.deadline_ms = None
         replies = []
@@ -308,6 +315,7 @@ class ClassicCoordinator:
             member.assignment = assignments.get(member.member_id, b"")
             if member.syncing:
                 member.syncing = False
+                member.last_seen_ms = now_ms  # as Kafka's propagateAssignment: the session restarts
                 result = SyncResult(E.NONE, group.protocol_type, group.protocol_name, member.assignment)
                 replies.append(self._sync_reply(group, member, result))
         return replies
@@ -332,7 +340,9 @@ class ClassicCoordinator:
         with no members using generation -1 (simple consumers, Flink, Spark, admin tools)."""
         group = self.groups.get(group_id)
         if group is None or group.state is S.EMPTY:
-            return E.NONE if generation_id < 0 else E.UNKNOWN_MEMBER if group is None else E.ILLEGAL_GENERATION
+            if generation_id < 0:
+                return E.NONE
+            return E.ILLEGAL_GENERATION if group is None else E.UNKNOWN_MEMBER
         error = self._check_member(group, member_id, instance_id, generation_id)
         if error is not E.NONE:
             return error
@@ -346,6 +356,10 @@ class ClassicCoordinator:
         errors, replies = [], []
         for member_id, instance_id in leaving:
             member_id = group.static.get(instance_id, member_id) if instance_id and not member_id else member_id
+            if group.pending.pop(member_id, None) is not None:
+                errors.append(E.NONE)
+                replies += self._maybe_complete_join(group, now_ms)
+                continue
             error = self._fenced(group, member_id, instance_id)
             errors.append(error)
             if error is E.NONE:
@@ -375,7 +389,8 @@ class ClassicCoordinator:
         for group in list(self.groups.values()):
             group.pending = {m: until for m, until in group.pending.items() if until > now_ms}
             for member in [m for m in group.members.values() if self._expired(m, now_ms)]:
-                replies += self._remove_and_rebalance(group, member, now_ms)
+                if member.member_id in group.members:  # an earlier removal may have ended the join
+                    replies += self._remove_and_rebalance(group, member, now_ms)
             replies += self._phase_deadline(group, now_ms)
         return replies
 
@@ -385,11 +400,14 @@ class ClassicCoordinator:
 
     def _phase_deadline(self, group: Group, now_ms: int) -> list[Reply]:
         if group.state is S.PREPARING_REBALANCE:
+            if group.initial_until_ms is not None and now_ms >= group.initial_until_ms:
+                group.initial_until_ms = None  # the delay is over; now it ends like any join phase
             return self._maybe_complete_join(group, now_ms)
         if group.state is S.COMPLETING_REBALANCE and group.deadline_ms is not None and now_ms >= group.deadline_ms:
             replies = []
             for member in [m for m in group.members.values() if not m.syncing]:
-                replies += self._remove_and_rebalance(group, member, now_ms)
+                if member.member_id in group.members:
+                    replies += self._remove_and_rebalance(group, member, now_ms)
             return replies
         return []
 
@@ -422,6 +440,8 @@ class ClassicCoordinator:
         del group.members[member.member_id]
         if member.instance_id is not None and group.static.get(member.instance_id) == member.member_id:
             del group.static[member.instance_id]
+        if group.leader_id == member.member_id:
+            group.leader_id = next(iter(group.members), None)
 
     def _fence_waiters(self, group: Group, member: Member, error: GroupError = E.FENCED_INSTANCE_ID) -> list[Reply]:
         replies = []
