@@ -111,6 +111,12 @@ _GROUP_CODES = {
     GroupError.NON_EMPTY_GROUP: ErrorCode.non_empty_group,
     GroupError.GROUP_NOT_FOUND: ErrorCode.group_id_not_found,
     GroupError.COORDINATOR_NOT_AVAILABLE: ErrorCode.coordinator_not_available,
+    GroupError.FENCED_MEMBER_EPOCH: ErrorCode.fenced_member_epoch,
+    GroupError.STALE_MEMBER_EPOCH: ErrorCode.stale_member_epoch,
+    GroupError.UNRELEASED_INSTANCE_ID: ErrorCode.unreleased_instance_id,
+    GroupError.UNSUPPORTED_ASSIGNOR: ErrorCode.unsupported_assignor,
+    GroupError.INVALID_REQUEST: ErrorCode.invalid_request,
+    GroupError.INVALID_REGULAR_EXPRESSION: ErrorCode.invalid_regular_expression,
 }
 
 

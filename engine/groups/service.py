@@ -1,9 +1,15 @@
 """Async face of the group coordinator: parks JoinGroup and SyncGroup callers until the
 state machine answers them, runs its clock, and keeps committed offsets.
 
-The state machine (classic.py) is synchronous and deterministic; this module is the only
-group code that knows asyncio. A timer task calls `tick` at the machine's next deadline
-(at least every `TICK_MS_MAX`), and every call that may change a deadline wakes it.
+Two state machines, both synchronous and deterministic: classic.py (JoinGroup/SyncGroup) and
+consumer.py (KIP-848 ConsumerGroupHeartbeat). A group id belongs to one of them at a time;
+this module decides which by the group that exists: a heartbeat of the other protocol is
+refused while the group has members, and takes the id over once it is empty (as Kafka does
+for empty groups; the online migration of KIP-848 with members is not implemented).
+
+This module is the only group code that knows asyncio. A timer task calls both machines'
+`tick` at their next deadline (at least every `TICK_MS_MAX`), and every call that may change
+a deadline wakes it.
 """
 
 from __future__ import annotations
@@ -15,8 +21,26 @@ from typing import Any
 
 from ..store.base import Store
 from .classic import ClassicCoordinator, GroupLimits
+from .consumer import ConsumerCoordinator, ConsumerGroupLimits
 from .offsets import CommittedOffset, OffsetStore
-from .types import GroupError, GroupState, GroupView, JoinRequest, JoinResult, Outcome, Reply, SyncRequest, SyncResult
+from .types import (
+    ConsumerGroupState,
+    ConsumerGroupView,
+    GroupError,
+    GroupState,
+    GroupView,
+    HeartbeatRequest,
+    HeartbeatResult,
+    JoinRequest,
+    JoinResult,
+    ListedGroup,
+    MemberView,
+    Outcome,
+    Reply,
+    SyncRequest,
+    SyncResult,
+    TopicLookup,
+)
 
 TICK_MS_MAX = 1000
 OFFSETS_PATH = "internal/group-offsets"
@@ -26,14 +50,31 @@ def random_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
 
+def random_consumer_member_id() -> str:
+    return str(uuid.uuid4())
+
+
+# How a consumer group looks to the classic APIs (DescribeGroups, the GroupView callers).
+_CLASSIC_STATE = {
+    ConsumerGroupState.EMPTY: GroupState.EMPTY,
+    ConsumerGroupState.ASSIGNING: GroupState.PREPARING_REBALANCE,
+    ConsumerGroupState.RECONCILING: GroupState.COMPLETING_REBALANCE,
+    ConsumerGroupState.STABLE: GroupState.STABLE,
+    ConsumerGroupState.DEAD: GroupState.DEAD,
+}
+
+
 class Groups:
     def __init__(self, store: Store, limits: GroupLimits, now_ms: Callable[[], int],
-                 offsets_retention_ms: int, new_member_id: Callable[[str], str] = random_member_id) -> None:
+                 offsets_retention_ms: int, new_member_id: Callable[[str], str] = random_member_id,
+                 consumer_limits: ConsumerGroupLimits | None = None,
+                 new_consumer_member_id: Callable[[], str] = random_consumer_member_id) -> None:
         self.now_ms = now_ms
         self.machine = ClassicCoordinator(limits, new_member_id)
+        self.consumer = ConsumerCoordinator(consumer_limits or ConsumerGroupLimits(), new_consumer_member_id)
         self.offsets = OffsetStore.open(store, OFFSETS_PATH, now_ms)
         self.offsets_retention_ms = offsets_retention_ms
-        self._waiters: dict[tuple[str, str, str], asyncio.Future[Any]] = {}
+        self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Any]]] = {}
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
 
@@ -43,13 +84,16 @@ class Groups:
     def close(self) -> None:
         if self._timer:
             self._timer.cancel()
-        for future in self._waiters.values():
-            future.cancel()
+        for futures in self._waiters.values():
+            for future in futures:
+                future.cancel()
         self.offsets.close()
 
     # -- membership
 
     async def join(self, request: JoinRequest) -> JoinResult:
+        if not self._claim_for_classic(request.group_id):
+            return JoinResult(GroupError.INCONSISTENT_PROTOCOL, member_id=request.member_id)
         result = await self._settle(request.group_id, "join", self.machine.join(request, self.now_ms()))
         assert isinstance(result, JoinResult)
         return result
@@ -67,11 +111,38 @@ class Groups:
         self._deliver(replies)
         return errors
 
+    def _claim_for_classic(self, group_id: str) -> bool:
+        """A consumer-protocol group id may become classic once it has no members."""
+        if not self.consumer.has(group_id):
+            return True
+        return self.consumer.delete(group_id) is GroupError.NONE
+
+    def _claim_for_consumer(self, group_id: str) -> bool:
+        view = self.machine.describe(group_id)
+        return view is None or self.machine.delete(group_id) is GroupError.NONE
+
+    # -- consumer protocol (KIP-848)
+
+    def consumer_heartbeat(self, request: HeartbeatRequest, topics: TopicLookup) -> HeartbeatResult:
+        if not self._claim_for_consumer(request.group_id):
+            return HeartbeatResult(GroupError.GROUP_NOT_FOUND,
+                                   message=f"Group {request.group_id} is not a consumer group.")
+        result = self.consumer.heartbeat(request, topics, self.now_ms())
+        self._wake.set()
+        return result
+
+    def describe_consumer(self, group_id: str, topics: TopicLookup) -> ConsumerGroupView | GroupError:
+        """ConsumerGroupDescribe: GROUP_NOT_FOUND for classic and unknown groups (the Java
+        admin then falls back to DescribeGroups)."""
+        view = self.consumer.describe(group_id, topics)
+        return GroupError.GROUP_NOT_FOUND if view is None else view
+
     async def _settle(self, group_id: str, kind: str, outcome: Outcome) -> JoinResult | SyncResult:
         future: asyncio.Future[Any] | None = None
         if outcome.answer is None:
             future = asyncio.get_running_loop().create_future()
-            self._waiters[(group_id, outcome.waiting_as, kind)] = future
+            # a client may resend while its first request still waits: both get the answer
+            self._waiters.setdefault((group_id, outcome.waiting_as, kind), []).append(future)
         self._deliver(outcome.replies)
         if future is None:
             assert isinstance(outcome.answer, (JoinResult, SyncResult))
@@ -80,26 +151,39 @@ class Groups:
 
     def _deliver(self, replies: list[Reply]) -> None:
         for reply in replies:
-            future = self._waiters.pop((reply.group_id, reply.member_id, reply.kind), None)
-            if future is not None and not future.done():
-                future.set_result(reply.result)
+            for future in self._waiters.pop((reply.group_id, reply.member_id, reply.kind), []):
+                if not future.done():
+                    future.set_result(reply.result)
         self._wake.set()
+
+    def _next_deadline_ms(self) -> int | None:
+        deadlines = [d for d in (self.machine.next_deadline_ms(), self.consumer.next_deadline_ms()) if d is not None]
+        return min(deadlines, default=None)
 
     async def _run_timer(self) -> None:
         while True:
-            deadline = self.machine.next_deadline_ms()
+            deadline = self._next_deadline_ms()
             wait_ms = TICK_MS_MAX if deadline is None else min(max(deadline - self.now_ms(), 0), TICK_MS_MAX)
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
             except TimeoutError:
                 pass
-            self._deliver(self.machine.tick(self.now_ms()))
+            now_ms = self.now_ms()
+            self.consumer.tick(now_ms)
+            self._deliver(self.machine.tick(now_ms))
 
     # -- offsets
 
     def validate_commit(self, group_id: str, member_id: str, generation_id: int, instance_id: str | None) -> GroupError:
+        """For a consumer-protocol group the generation is the member epoch (OffsetCommit v9+)."""
+        if self.consumer.has(group_id):
+            return self.consumer.validate_commit(group_id, member_id, generation_id)
         return self.machine.validate_commit(group_id, member_id, generation_id, instance_id, self.now_ms())
+
+    def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> GroupError:
+        """OffsetFetch v9+ from a member of a consumer-protocol group must carry its epoch."""
+        return self.consumer.validate_fetch(group_id, member_id, member_epoch)
 
     def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
         self.offsets.commit(group_id, offsets)
@@ -113,10 +197,15 @@ class Groups:
     # -- admin
 
     def is_empty(self, group_id: str) -> bool:
+        if self.consumer.has(group_id):
+            return self.consumer.is_empty(group_id)
         view = self.machine.describe(group_id)
         return view is None or view.state is GroupState.EMPTY
 
     def describe(self, group_id: str) -> GroupView | None:
+        consumer = self.consumer.describe(group_id)
+        if consumer is not None:
+            return _classic_view(consumer)
         view = self.machine.describe(group_id)
         if view is None and group_id in self.offsets.groups():
             return GroupView(group_id, GroupState.EMPTY, "consumer", "", 0, "", ())
@@ -124,14 +213,41 @@ class Groups:
 
     def list(self) -> list[GroupView]:
         known = {view.group_id: view for view in self.machine.list()}
+        known.update((view.group_id, _classic_view(view)) for view in self.consumer.list())
         for group_id in self.offsets.groups():
             known.setdefault(group_id, GroupView(group_id, GroupState.EMPTY, "consumer", "", 0, "", ()))
         return [known[g] for g in sorted(known)]
 
+    def listing(self) -> list[ListedGroup]:
+        """ListGroups rows with each group's own type and state names."""
+        consumer = {view.group_id: view for view in self.consumer.list()}
+        rows = []
+        for view in self.list():
+            own = consumer.get(view.group_id)
+            if own is None:
+                rows.append(ListedGroup(view.group_id, view.protocol_type, view.state.value, "classic"))
+            else:
+                rows.append(ListedGroup(view.group_id, "consumer", own.state.value, "consumer"))
+        return rows
+
     def delete(self, group_id: str) -> GroupError:
+        if self.consumer.has(group_id):
+            error = self.consumer.delete(group_id)
+            if error is GroupError.NONE:
+                self.offsets.delete_group(group_id)
+            return error
         error = self.machine.delete(group_id)
         if error is GroupError.GROUP_NOT_FOUND and group_id in self.offsets.groups():
             error = GroupError.NONE
         if error is GroupError.NONE:
             self.offsets.delete_group(group_id)
         return error
+
+
+def _classic_view(view: ConsumerGroupView) -> GroupView:
+    """A consumer-protocol group in the classic shape: no protocol metadata or assignment bytes
+    (its members never sent any), the assignor as protocol name, the group epoch as generation."""
+    members = tuple(MemberView(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
+                    for m in view.members)
+    return GroupView(view.group_id, _CLASSIC_STATE[view.state], "consumer", view.assignor_name,
+                     view.group_epoch, "", members)

@@ -1,4 +1,5 @@
-"""Values exchanged with the group coordinator state machine (classic protocol).
+"""Values exchanged with the group coordinator state machines (classic protocol, and the
+consumer protocol of KIP-848 at the end of this module).
 
 The coordinator never blocks: a JoinGroup or SyncGroup that must wait for other members is
 answered later, as a `Reply` in the `replies` of whichever later call (or `tick`) completes
@@ -9,6 +10,7 @@ sent. Error values are engine words (`GroupError`); the gateway maps them to Kaf
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 
@@ -26,6 +28,13 @@ class GroupError(enum.Enum):
     NON_EMPTY_GROUP = "non-empty group"                 # 68
     GROUP_NOT_FOUND = "group not found"                 # 69
     COORDINATOR_NOT_AVAILABLE = "coordinator not available"  # 15 (group is Dead)
+    # consumer group protocol (KIP-848)
+    FENCED_MEMBER_EPOCH = "fenced member epoch"         # 110
+    STALE_MEMBER_EPOCH = "stale member epoch"           # 113
+    UNRELEASED_INSTANCE_ID = "unreleased instance id"   # 111
+    UNSUPPORTED_ASSIGNOR = "unsupported assignor"       # 112
+    INVALID_REQUEST = "invalid request"                 # 42
+    INVALID_REGULAR_EXPRESSION = "invalid regular expression"  # 128
 
 
 class GroupState(enum.Enum):
@@ -128,3 +137,91 @@ class GroupView:
     generation_id: int
     leader_id: str
     members: tuple[MemberView, ...]
+
+
+# -- consumer group protocol (KIP-848): ConsumerGroupHeartbeat and ConsumerGroupDescribe
+
+TopicPartition = tuple[str, int]  # (topic id, partition index): assignments name topics by id
+Assignment = frozenset[TopicPartition]
+
+
+class ConsumerGroupState(enum.Enum):
+    """Kafka's ConsumerGroup.ConsumerGroupState, as ListGroups and ConsumerGroupDescribe name it."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"        # the group epoch moved past the target assignment's epoch
+    RECONCILING = "Reconciling"    # some member has not reached the target assignment yet
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicLookup:
+    """The catalog as the consumer-protocol machine may see it (read-only, injected per call)."""
+
+    partitions_of: Callable[[str], int | None]  # topic name -> partition count, None if unknown
+    topic_id_of: Callable[[str], str | None]     # topic name -> topic id (the gateway's UUID, as text)
+    names: Callable[[], Iterable[str]]           # every topic name, for regex subscriptions
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    """ConsumerGroupHeartbeat. None in an optional field means "unchanged since last time"."""
+
+    group_id: str
+    member_id: str                      # "" only from a v0 client joining: the coordinator names it
+    member_epoch: int                   # 0 join, -1 leave, -2 static member leaving for a while
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Assignment | None = None     # partitions the member reports owning
+    client_id: str = ""
+    client_host: str = ""
+    member_id_required: bool = False    # v1+: the client generates its member id (KIP-1082)
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    error: GroupError
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None  # None: unchanged, the member keeps what it was told
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberView:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    member_epoch: int
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: Assignment
+    target_assignment: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupView:
+    group_id: str
+    state: ConsumerGroupState
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: tuple[ConsumerMemberView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    """One ListGroups row, for either kind of group."""
+
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str                     # "classic" or "consumer"

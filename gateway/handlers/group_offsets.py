@@ -1,5 +1,8 @@
 """Committed offsets: OffsetCommit (8), OffsetFetch (9), OffsetDelete (47).
 
+For a consumer-protocol group (KIP-848) OffsetCommit v9's generation is the member epoch and
+OffsetFetch v9 may name a member and its epoch; engine/groups/service.py checks both.
+
 Offsets are kept per topic id, so a deleted and re-created topic starts with none.
 """
 
@@ -60,10 +63,18 @@ def _commit_answer(request: Any, code: Any) -> dict[str, Any]:
 @handles(9, 1, 9)
 async def offset_fetch(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
     if header.api_version >= 8:
-        groups = [{"group_id": g.group_id, "topics": _fetch_group(ctx, g.group_id, g.topics),
-                   "error_code": ErrorCode.none} for g in request.groups]
-        return {"throttle_time": 0, "groups": groups}
+        return {"throttle_time": 0, "groups": [_fetch_batched(ctx, g) for g in request.groups]}
     return {"throttle_time": 0, "topics": _fetch_group(ctx, request.group_id, request.topics),
+            "error_code": ErrorCode.none}
+
+
+def _fetch_batched(ctx: Any, group: Any) -> dict[str, Any]:
+    """v9+ members of a consumer-protocol group name themselves and their epoch (KIP-848)."""
+    error = ctx.engine.groups.validate_fetch(group.group_id, getattr(group, "member_id", None),
+                                             getattr(group, "member_epoch", -1))
+    if error is not GroupError.NONE:
+        return {"group_id": group.group_id, "topics": [], "error_code": group_code(error)}
+    return {"group_id": group.group_id, "topics": _fetch_group(ctx, group.group_id, group.topics),
             "error_code": ErrorCode.none}
 
 

@@ -93,10 +93,10 @@ async def leave_group(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
 async def list_groups(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
     states = {s.lower() for s in (getattr(request, "states_filter", None) or ())}
     types = {t.lower() for t in (getattr(request, "types_filter", None) or ())}
-    groups = [{"group_id": view.group_id, "protocol_type": view.protocol_type, "group_state": view.state.value,
-               "group_type": "classic"}
-              for view in ctx.engine.groups.list()
-              if (not states or view.state.value.lower() in states) and (not types or "classic" in types)]
+    groups = [{"group_id": row.group_id, "protocol_type": row.protocol_type, "group_state": row.state,
+               "group_type": row.group_type}
+              for row in ctx.engine.groups.listing()
+              if (not states or row.state.lower() in states) and (not types or row.group_type in types)]
     return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": groups}
 
 

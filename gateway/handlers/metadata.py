@@ -38,8 +38,19 @@ def _requested(ctx: Any, header: Any, request: Any) -> list[dict[str, Any]]:
     auto_create = getattr(request, "allow_auto_topic_creation", True) and ctx.settings.auto_create_topics
     answers = []
     for wanted in request.topics:
-        answers.append(_one(ctx, wanted.name, auto_create))
+        topic_id = getattr(wanted, "topic_id", None)
+        if wanted.name is None and topic_id is not None and topic_id.int != 0:
+            answers.append(_by_id(ctx, topic_id))  # v10+: a KIP-848 consumer resolves assigned ids
+        else:
+            answers.append(_one(ctx, wanted.name, auto_create))
     return answers
+
+
+def _by_id(ctx: Any, topic_id: Any) -> dict[str, Any]:
+    topic = next((t for t in ctx.engine.catalog if t.resource.uid == topic_id), None)
+    if topic is None:
+        return {"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id, "partitions": []}
+    return describe_topic(ctx, topic)
 
 
 def _one(ctx: Any, name: str | None, auto_create: bool) -> dict[str, Any]:

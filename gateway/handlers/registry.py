@@ -35,7 +35,8 @@ def handles(key: int, min_version: int, max_version: int) -> Callable[[Handler],
 def load_all() -> dict[int, Api]:
     """Import every handler module (each registers itself) and return the table."""
     from . import (  # noqa: F401
-        configs, fetch, group_offsets, groups, metadata, offsets, produce, producers, topics, versions,
+        configs, consumer_groups, fetch, group_offsets, groups, metadata, offsets, produce, producers, topics,
+        versions,
     )
 
     return APIS
