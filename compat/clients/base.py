@@ -1,0 +1,89 @@
+"""The driver interface every client under test implements.
+
+A scenario (compat/scenarios/) talks to a Kafka endpoint only through a `Driver`, so the
+same scenario runs through confluent-kafka (librdkafka), kafka-python, aiokafka and the
+Java client. Python drivers run in-process; the Java driver is a separate JVM process
+(compat/clients/java/) that reads one JSON request per line on stdin and writes one JSON
+answer per line on stdout: {"op": "<method name>", "args": {<keyword arguments>}} ->
+{"ok": <return value>} or {"unsupported": "<reason>"} or {"error": "<message>"}.
+
+All values are JSON-able. Conventions:
+- error: a Kafka error name in upper snake case as the client reports it
+  ("UNKNOWN_TOPIC_OR_PARTITION", "TOPIC_ALREADY_EXISTS", ...), "NONE" for success, or
+  "CLIENT_ERROR: <message>" when the client gives no Kafka error code.
+- Record (to produce): {"key": str | None, "value": str | None, "headers": [[name, value], ...],
+  "timestamp": int | None (ms; None lets the client choose), "partition": int | None}.
+  Keys, values and header values are UTF-8 text; a value of None is a null.
+- Consumed record: {"partition": int, "offset": int, "key", "value", "headers",
+  "timestamp": int, "timestamp_type": "CreateTime" | "LogAppendTime"}.
+- A driver that cannot express an operation raises `Unsupported(reason)` (Java: answers
+  {"unsupported": reason}); the scenario is then "not applicable" for that client.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+Record = dict[str, Any]
+
+
+class Unsupported(Exception):
+    """This client cannot express the operation; the scenario does not apply to it."""
+
+
+class Driver(Protocol):
+    name: str  # "java", "confluent", "kafka-python", "aiokafka"
+
+    # -- admin
+    def create_topic(self, topic: str, partitions: int, configs: dict[str, str]) -> str: ...
+    def delete_topic(self, topic: str) -> str: ...
+    def add_partitions(self, topic: str, total: int) -> str: ...
+    def describe_topic(self, topic: str) -> dict[str, Any]:
+        """{"error": name, "partitions": int, "topic_id": str | None, "configs": {name: value}}
+        where configs are the topic's non-default (overridden) configs."""
+        ...
+    def alter_topic_config(self, topic: str, name: str, value: str) -> str: ...
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> dict[str, Any]:
+        """{"error": name, "low_watermark": int}"""
+        ...
+    def api_versions(self) -> dict[str, list[int]]:
+        """{"<api key>": [min, max]} as the broker advertised them."""
+        ...
+
+    # -- produce and consume (by assignment)
+    def produce(self, topic: str, records: list[Record], codec: str = "none", acks: str = "all",
+                idempotent: bool = False, max_request_bytes: int | None = None) -> list[dict[str, Any]]:
+        """One answer per record, in order: {"error": name, "partition": int, "offset": int}."""
+        ...
+    def consume(self, topic: str, partitions: list[int] | None, from_offset: str | int, max_records: int,
+                timeout_s: float, isolation: str = "read_uncommitted") -> list[Record]:
+        """Assign the partitions (None: all) at `from_offset` ("earliest", "latest" or an offset)
+        and read until `max_records` or `timeout_s`."""
+        ...
+    def list_offsets(self, topic: str, partition: int, spec: str | int) -> dict[str, Any]:
+        """spec: "earliest", "latest", "max_timestamp" or a timestamp in ms.
+        {"error": name, "offset": int, "timestamp": int} (offset -1: none)."""
+        ...
+
+    # -- consumer groups: several members, each named by a handle the scenario picks
+    def member_start(self, handle: str, group: str, topics: list[str], assignor: str | None = None,
+                     instance_id: str | None = None, session_timeout_ms: int = 10_000,
+                     protocol: str = "classic") -> None: ...
+    def member_poll(self, handle: str, timeout_s: float) -> dict[str, Any]:
+        """Poll once for up to timeout_s: {"records": [consumed records with "topic"],
+        "assignment": [[topic, partition], ...], "revoked": int (partitions revoked so far)}."""
+        ...
+    def member_commit(self, handle: str) -> str: ...
+    def member_stop(self, handle: str) -> None:
+        """Close the member (a static member closes without leaving, as the client does)."""
+        ...
+    def committed(self, group: str, topic: str, partitions: list[int]) -> dict[str, int]:
+        """{"<partition>": committed offset or -1}."""
+        ...
+
+    # -- transactions
+    def transaction(self, topic: str, records: list[Record], transactional_id: str, commit: bool) -> str:
+        """init, begin, send, then commit or abort; the first error name, or "NONE"."""
+        ...
+
+    def close(self) -> None: ...
