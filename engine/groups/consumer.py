@@ -131,7 +131,7 @@ class ConsumerCoordinator:
             return self._leave(request, now_ms)
         group = self.groups.get(request.group_id)
         if group is None and request.member_epoch != JOIN_EPOCH:
-            return HeartbeatResult(E.UNKNOWN_MEMBER, message="unknown group")
+            return HeartbeatResult(E.GROUP_NOT_FOUND, message="unknown group")
         group = group or self.groups.setdefault(request.group_id, Group(request.group_id, assignor=self.limits.assignors[0]))
         found = self._member_for(group, request, now_ms)
         if isinstance(found, HeartbeatResult):

@@ -15,6 +15,7 @@ a deadline wakes it.
 from __future__ import annotations
 
 import asyncio
+import struct
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -179,6 +180,9 @@ class Groups:
         """For a consumer-protocol group the generation is the member epoch (OffsetCommit v9+)."""
         if self.consumer.has(group_id):
             return self.consumer.validate_commit(group_id, member_id, generation_id)
+        if self.machine.describe(group_id) is None and group_id in self.offsets.groups():
+            # a group that only has committed offsets is an Empty group to Kafka
+            return GroupError.NONE if generation_id < 0 else GroupError.UNKNOWN_MEMBER
         return self.machine.validate_commit(group_id, member_id, generation_id, instance_id, self.now_ms())
 
     def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> GroupError:
@@ -208,14 +212,27 @@ class Groups:
             return _classic_view(consumer)
         view = self.machine.describe(group_id)
         if view is None and group_id in self.offsets.groups():
-            return GroupView(group_id, GroupState.EMPTY, "consumer", "", 0, "", ())
+            return _offsets_only(group_id)
         return view
+
+    def is_consumer_group(self, group_id: str) -> bool:
+        return self.consumer.has(group_id)
+
+    def subscribed_topics(self, group_id: str) -> set[str]:
+        """Topics the group's current members subscribe to (OffsetDelete must refuse those)."""
+        consumer = self.consumer.describe(group_id)
+        if consumer is not None:
+            return {name for m in consumer.members for name in m.subscribed_topic_names}
+        view = self.machine.describe(group_id)
+        if view is None or view.protocol_type != "consumer":
+            return set()
+        return {name for m in view.members for name in subscription_topics(m.metadata)}
 
     def list(self) -> list[GroupView]:
         known = {view.group_id: view for view in self.machine.list()}
         known.update((view.group_id, _classic_view(view)) for view in self.consumer.list())
         for group_id in self.offsets.groups():
-            known.setdefault(group_id, GroupView(group_id, GroupState.EMPTY, "consumer", "", 0, "", ()))
+            known.setdefault(group_id, _offsets_only(group_id))
         return [known[g] for g in sorted(known)]
 
     def listing(self) -> list[ListedGroup]:
@@ -242,6 +259,26 @@ class Groups:
         if error is GroupError.NONE:
             self.offsets.delete_group(group_id)
         return error
+
+
+def _offsets_only(group_id: str) -> GroupView:
+    """A group known only by its committed offsets: Empty, with no protocol type (as Kafka)."""
+    return GroupView(group_id, GroupState.EMPTY, "", "", 0, "", ())
+
+
+def subscription_topics(metadata: bytes) -> list[str]:
+    """Topic names of a consumer's subscription (Kafka's ConsumerProtocolSubscription: every
+    version starts with int16 version, int32 count and int16-length topic names)."""
+    try:
+        (count,) = struct.unpack_from(">i", metadata, 2)
+        pos, names = 6, []
+        for _ in range(max(count, 0)):
+            (size,) = struct.unpack_from(">h", metadata, pos)
+            names.append(metadata[pos + 2 : pos + 2 + size].decode())
+            pos += 2 + size
+        return names
+    except (struct.error, UnicodeDecodeError):
+        return []
 
 
 def _classic_view(view: ConsumerGroupView) -> GroupView:

@@ -28,6 +28,8 @@ async def offset_commit(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
                                    getattr(request, "group_instance_id", None))
     if not request.group_id:
         error = GroupError.INVALID_GROUP_ID
+    elif error is GroupError.ILLEGAL_GENERATION and header.api_version >= 9 and groups.describe(request.group_id) is None:
+        error = GroupError.GROUP_NOT_FOUND  # Kafka 4.x answers so from v9 on
     if error is not GroupError.NONE:
         return _commit_answer(request, lambda _t, _p: group_code(error))
     now_ms = ctx.engine.clock.now_ms()
@@ -114,10 +116,11 @@ async def offset_delete(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
     view = groups.describe(request.group_id)
     if view is None:
         return {"error_code": ErrorCode.group_id_not_found, "throttle_time": 0, "topics": []}
-    busy = bool(view.members)
+    subscribed = groups.subscribed_topics(request.group_id)
     topics = []
     for topic in request.topics:
         indexes = [p.partition_index for p in topic.partitions]
+        busy = topic.name in subscribed
         code = ErrorCode.group_subscribed_to_topic if busy else ErrorCode.none
         if not busy:
             groups.offsets.delete_offsets(request.group_id, topic.name, indexes)

@@ -106,8 +106,9 @@ async def describe_groups(ctx: Any, header: Any, request: Any) -> dict[str, Any]
 
 
 def _describe(ctx: Any, group_id: str) -> dict[str, Any]:
-    view = ctx.engine.groups.describe(group_id)
-    if view is None:
+    groups = ctx.engine.groups
+    view = None if groups.is_consumer_group(group_id) else groups.describe(group_id)
+    if view is None:  # Kafka describes unknown and consumer-protocol groups as Dead here
         return {"error_code": ErrorCode.none, "group_id": group_id, "group_state": "Dead", "protocol_type": "",
                 "protocol_data": "", "members": [], "authorized_operations": NO_OPERATIONS}
     stable = view.state.value == "Stable"
@@ -123,6 +124,6 @@ def _describe(ctx: Any, group_id: str) -> dict[str, Any]:
 async def delete_groups(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
     results = []
     for group_id in request.groups_names:
-        error = ctx.engine.groups.delete(group_id) if group_id else GroupError.INVALID_GROUP_ID
+        error = ctx.engine.groups.delete(group_id)  # Kafka answers GROUP_ID_NOT_FOUND for "" too
         results.append({"group_id": group_id, "error_code": group_code(error)})
     return {"throttle_time": 0, "results": results}
