@@ -302,8 +302,8 @@ class ConsumerCoordinator:
             if member.owned & member.pending:
                 return
             member.pending, member.state, member.revoke_deadline_ms = EMPTY, MemberState.STABLE, None
-            self._advance(group, member)
-            return
+            # the target may have moved on while it revoked: anything more it must give up goes
+            # through another revocation, never silently (its answer may be lost)
         if member.epoch != group.assignment_epoch or member.state is MemberState.UNRELEASED:
             target = group.target.get(member.member_id, EMPTY)
             revoke = member.assigned - target

@@ -125,7 +125,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     def heartbeat(self, name, deliver):
         client = self.clients[name]
         if client.joined:
-            self._send(client, HeartbeatRequest("g", name, client.epoch, owned=client.owned), deliver)
+            self._send(client, _beat(client), deliver)
 
     @rule(name=st.sampled_from("abcd"))
     def leave(self, name):
@@ -163,8 +163,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         machine_copy = _copy(self.machine)
         for _ in range(4):
             for client in members:
-                result = machine_copy.heartbeat(HeartbeatRequest("g", client.name, client.epoch, owned=client.owned),
-                                                self.lookup(), self.now)
+                result = machine_copy.heartbeat(_beat(client), self.lookup(), self.now)
                 if result.error is GroupError.FENCED_MEMBER_EPOCH:  # lost answers: start over, own nothing
                     client.owned = frozenset()
                     result = machine_copy.heartbeat(_join_request(client.name, regex=False), self.lookup(), self.now)
@@ -176,6 +175,13 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         assert set(owned) == {(t, p) for t, n in self.counts.items() for p in range(n)}
         for client in members:
             client.epoch, client.owned = saved[client.name]
+
+
+def _beat(client: Client) -> HeartbeatRequest:
+    """A client whose join answer was lost is still at epoch 0 and sends a full join again."""
+    if client.epoch == 0:
+        return _join_request(client.name, regex=False)
+    return HeartbeatRequest("g", client.name, client.epoch, owned=client.owned)
 
 
 def _join_request(name: str, regex: bool) -> HeartbeatRequest:
