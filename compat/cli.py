@@ -1,5 +1,9 @@
-"""``martlet compat ...``: the reference Apache Kafka and its CLI tools, from the command line.
+"""``martlet compat ...``: the compatibility suite, the reference Apache Kafka and its CLI tools.
 
+    martlet compat --bootstrap HOST:PORT [--reference HOST:PORT] [--clients A,B]
+                   [--scenarios A,B] [--json FILE] [--expect-findings] [--jobs N]
+                                               run the scenarios (compat/scenarios/) through
+                                               each client; `martlet compat run ...` is the same
     martlet compat reference-kafka            start one broker, print `bootstrap HOST:PORT`,
                                                serve until SIGINT/SIGTERM, then stop it
     martlet compat perf [--records N]         producer and consumer perf tests, Martlet then Kafka
@@ -28,7 +32,9 @@ from martlet.compat.reference.kafka import (
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="martlet compat", description="The reference Apache Kafka and its CLI tools."
+        prog="martlet compat",
+        description="The compatibility suite (martlet compat --bootstrap HOST:PORT ...), the reference "
+                    "Apache Kafka and its CLI tools."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -50,6 +56,21 @@ def _parser() -> argparse.ArgumentParser:
                       help="kill the tool after this long (default: no limit)")
     tool.add_argument("name", help="tool name, e.g. topics or kafka-topics.sh")
     tool.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the tool")
+
+    suite = commands.add_parser("run", help="the compatibility suite (also: martlet compat --bootstrap ...)")
+    suite.add_argument("--bootstrap", metavar="HOST:PORT", help="the cluster under test (required)")
+    suite.add_argument("--reference", metavar="HOST:PORT",
+                       help="also run against this cluster and report every difference in observations")
+    suite.add_argument("--clients", default=None, metavar="A,B",
+                       help="clients to drive (default: java,confluent,kafka-python,aiokafka)")
+    suite.add_argument("--scenarios", default=None, metavar="A,B", help="scenarios to run (default: all)")
+    suite.add_argument("--json", default=None, metavar="FILE", help="write the full report here")
+    suite.add_argument("--expect-findings", action="store_true",
+                       help="failures listed in compat/FINDINGS.md are known; exit 0 only if every failure "
+                            "is listed and every listed entry still fails")
+    suite.add_argument("--findings", default=None, metavar="FILE", help="findings file (default compat/FINDINGS.md)")
+    suite.add_argument("--jobs", type=int, default=None, help="lanes run at once (default: all)")
+    suite.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return parser
 
 
@@ -57,7 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["compat"]:
         args = args[1:]
+    if args[:1] and args[0].startswith("--") and args[0] not in ("--help",):
+        args = ["run", *args]
     options = _parser().parse_args(args)
+    if options.command == "run":
+        return _run_suite(options)
     try:
         if options.command == "reference-kafka":
             return _reference_kafka(options.startup_timeout, options.heap)
@@ -70,6 +95,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReferenceKafkaError as exc:
         print(f"martlet compat: {exc}", file=sys.stderr)
         return 1
+
+
+def _run_suite(options: argparse.Namespace) -> int:
+    import logging
+    from pathlib import Path
+
+    from . import report, runner
+
+    for noisy in ("kafka", "aiokafka"):  # retries and metadata waits the scenarios provoke on purpose
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
+    from .scenarios import SCENARIOS
+
+    if options.list:
+        print("\n".join(f"{name:<32} {(fn.__doc__ or '').strip().splitlines()[0] if fn.__doc__ else ''}"
+                        for name, fn in SCENARIOS.items()))
+        return 0
+    if not options.bootstrap:
+        print("martlet compat: --bootstrap HOST:PORT is required", file=sys.stderr)
+        return 2
+    clients = options.clients.split(",") if options.clients else runner.default_clients()
+    scenarios = options.scenarios.split(",") if options.scenarios else None
+    findings = None
+    if options.expect_findings:
+        findings = report.load_findings(Path(options.findings) if options.findings else report.FINDINGS_PATH)
+    try:
+        result = runner.run(options.bootstrap, clients, scenarios, options.reference, findings, options.jobs,
+                            progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except ValueError as exc:
+        print(f"martlet compat: {exc}", file=sys.stderr)
+        return 2
+    if options.json:
+        meta = runner.meta(result, options.bootstrap, options.reference, options.expect_findings)
+        Path(options.json).write_text(report.to_json(result.cells, meta))
+    print(report.table(result.cells, result.scenarios, result.clients))
+    print()
+    for problem in result.findings_problems:
+        print(f"findings: {problem}")
+    print(f"{report.details(result.cells)}; {result.seconds:.0f}s")
+    print(report.summary(result.cells))
+    return 1 if report.unexpected(result.cells) or result.findings_problems else 0
 
 
 def _reference_kafka(startup_timeout: float, heap: str) -> int:

@@ -15,7 +15,7 @@ whatever later call completes them (see types.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .types import (
     GroupError,
@@ -171,18 +171,30 @@ class ClassicCoordinator:
         new_id = self.new_member_id(request.group_instance_id)
         old.member_id = new_id
         old.joining = old.syncing = False
-        changed = old.protocols != request.protocols
         self._refresh(old, request, now_ms)
         group.members[new_id] = old
         group.static[request.group_instance_id] = new_id
         was_leader = group.leader_id == old_id
         if was_leader:
             group.leader_id = new_id
-        if group.state is S.STABLE and not changed and not was_leader:
-            return Outcome(self._join_result(group, old), replies)
+        if group.state is S.STABLE and self._select_protocol(group) == group.protocol_name:
+            # Kafka: no rebalance; the member gets its old assignment through SyncGroup
+            return Outcome(self._static_rejoin_result(group, old, old_id, was_leader, request), replies)
         outcome = self._rebalance_and_wait(group, old, now_ms)
         outcome.replies[:0] = replies
         return outcome
+
+    def _static_rejoin_result(self, group: Group, member: Member, old_id: str, was_leader: bool,
+                              request: JoinRequest) -> JoinResult:
+        """A restarted static leader (KIP-814): from JoinGroup v9 it is told it leads but may
+        skip the assignment; older clients are named a follower (the old id leads) so they
+        just sync and get their old assignment."""
+        result = self._join_result(group, member)
+        if not was_leader:
+            return result
+        if request.skip_assignment_supported:
+            return replace(result, skip_assignment=True)
+        return replace(result, leader_id=old_id, members=())
 
     def _refresh(self, member: Member, request: JoinRequest, now_ms: int) -> None:
         member.protocols = request.protocols

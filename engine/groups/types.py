@@ -58,6 +58,7 @@ class JoinRequest:
     client_id: str = ""
     client_host: str = ""
     reason: str | None = None
+    skip_assignment_supported: bool = False  # JoinGroup v9+ (KIP-814)
 
 
 @dataclass(frozen=True, slots=True)

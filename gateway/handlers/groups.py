@@ -48,7 +48,8 @@ async def join_group(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
         protocols=tuple((p.name, p.metadata) for p in request.protocols), session_timeout_ms=session_ms,
         rebalance_timeout_ms=session_ms if rebalance is None else millis(rebalance),
         require_known_member_id=header.api_version >= 4, client_id=header.client_id or "",
-        client_host=header.client_host, reason=getattr(request, "reason", None))
+        client_host=header.client_host, reason=getattr(request, "reason", None),
+        skip_assignment_supported=header.api_version >= 9)
     result = await ctx.engine.groups.join(join)
     members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
                for m in result.members]

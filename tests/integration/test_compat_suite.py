@@ -1,0 +1,43 @@
+"""`martlet compat`'s suite end to end: it must pass completely against the reference Apache
+Kafka (that keeps the scenarios honest), and against Martlet every failure must be a known
+finding listed in compat/FINDINGS.md, with no listed entry passing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from martlet.compat import report, runner
+
+pytestmark = pytest.mark.integration
+
+PYTHON_CLIENTS = ["confluent", "kafka-python", "aiokafka"]
+SUITE_BUDGET_S = 300.0  # the whole suite against one endpoint (issue: under 5 minutes)
+
+
+def run_suite(bootstrap: str, findings: list[report.Finding] | None) -> runner.Run:
+    started = time.monotonic()
+    result = runner.run(bootstrap, PYTHON_CLIENTS, findings=findings)
+    elapsed = time.monotonic() - started
+    print(report.table(result.cells, result.scenarios, result.clients))
+    print(f"{report.summary(result.cells)} in {elapsed:.0f}s")
+    assert elapsed < SUITE_BUDGET_S, f"the suite took {elapsed:.0f}s"
+    return result
+
+
+@pytest.mark.java
+def test_suite_passes_completely_against_the_reference_kafka(reference_kafka) -> None:
+    result = run_suite(reference_kafka.bootstrap, findings=None)
+    failed = [f"{c.scenario} / {c.client}: {c.reason}" for c in result.cells if c.status != report.PASS
+              and c.status != report.NOT_APPLICABLE]
+    assert not failed, "\n".join(failed)
+    passed = {c.scenario for c in result.cells if c.status == report.PASS}
+    assert passed == set(result.scenarios), f"no client passed: {sorted(set(result.scenarios) - passed)}"
+
+
+def test_suite_against_martlet_fails_only_where_findings_say(martlet) -> None:
+    result = run_suite(martlet.bootstrap, findings=report.load_findings())
+    assert not result.findings_problems, result.findings_problems
+    bad = [f"{c.scenario} / {c.client}: {c.status}: {c.reason}" for c in report.unexpected(result.cells)]
+    assert not bad, "\n".join(bad)

@@ -1,0 +1,124 @@
+"""compat/runner.py and the CLI entry, with a fake driver: no sockets, no sleeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from martlet.compat import cli, runner
+from martlet.compat.clients import registry
+from martlet.compat.clients.base import Unsupported
+from martlet.compat.report import FAIL, NOT_APPLICABLE, PASS
+from martlet.compat.scenarios import SCENARIOS, Context
+
+
+class FakeDriver:
+    name = "fake"
+
+    def __init__(self, bootstrap: str) -> None:
+        self.deleted: list[str] = []
+        self.closed = False
+
+    def create_topic(self, topic: str, partitions: int, configs: dict[str, str]) -> str:
+        return "NONE"
+
+    def delete_topic(self, topic: str) -> str:
+        self.deleted.append(topic)
+        return "NONE"
+
+    def api_versions(self) -> dict[str, list[int]]:
+        raise Unsupported("fake has none")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def passing(driver: Any, ctx: Context) -> dict[str, Any]:
+    ctx.topic(driver, "t")
+    return {"seen": ctx.bootstrap.endswith(":1"), "_volatile": ctx.bootstrap}
+
+
+def failing(driver: Any, ctx: Context) -> dict[str, Any]:
+    raise AssertionError("expected 1, got 2")
+
+
+def crashing(driver: Any, ctx: Context) -> dict[str, Any]:
+    raise KeyError("surprise")
+
+
+def not_applicable(driver: Any, ctx: Context) -> dict[str, Any]:
+    return {"versions": driver.api_versions()}
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeDriver]:
+    made: list[FakeDriver] = []
+
+    def make(bootstrap: str) -> FakeDriver:
+        made.append(FakeDriver(bootstrap))
+        return made[-1]
+
+    monkeypatch.setitem(registry.FACTORIES, "fake", make)
+    for fn in (passing, failing, crashing, not_applicable):
+        monkeypatch.setitem(SCENARIOS, fn.__name__, fn)
+    return made
+
+
+def test_each_outcome_becomes_its_status_and_topics_are_deleted(fake: list[FakeDriver]) -> None:
+    result = runner.run("h:1", ["fake"], ["passing", "failing", "crashing", "not_applicable"])
+    statuses = {c.scenario: (c.status, c.reason) for c in result.cells}
+    assert statuses["passing"] == (PASS, "expectations held")
+    assert statuses["failing"] == (FAIL, "expected 1, got 2")
+    assert statuses["crashing"][0] == FAIL and statuses["crashing"][1].startswith("KeyError: 'surprise'")
+    assert statuses["not_applicable"] == (NOT_APPLICABLE, "fake has none")
+    [driver] = fake
+    assert driver.closed and len(driver.deleted) == 1 and driver.deleted[0].endswith("-passing-t")
+
+
+def test_reference_differences_ignore_volatile_keys(fake: list[FakeDriver]) -> None:
+    same = runner.run("h:1", ["fake"], ["passing"], reference="r:1")
+    assert [c.status for c in same.cells] == [PASS]
+    different = runner.run("h:1", ["fake"], ["passing"], reference="r:2")
+    assert different.cells[0].status == FAIL
+    assert different.cells[0].reason == "differs from the reference: seen: true vs false (reference)"
+
+
+def test_an_unavailable_client_is_not_applicable_for_every_scenario(monkeypatch: pytest.MonkeyPatch,
+                                                                     fake: list[FakeDriver]) -> None:
+    monkeypatch.setattr(registry, "unavailable", lambda name: "java driver not built (test)")
+    result = runner.run("h:1", ["java"], ["passing", "failing"])
+    assert [(c.client, c.status, c.reason) for c in result.cells] == [
+        ("java", NOT_APPLICABLE, "java driver not built (test)")] * 2
+
+
+def test_unknown_scenarios_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown scenarios: nope"):
+        runner.run("h:1", ["fake"], ["nope"])
+
+
+def test_cli_treats_leading_flags_as_the_run_command(fake: list[FakeDriver], capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Any) -> None:
+    report = tmp_path / "report.json"
+    code = cli.main(["compat", "--bootstrap", "h:1", "--clients", "fake", "--scenarios", "passing,failing",
+                     "--json", str(report)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert out[-1] == "1 passed, 1 failed"
+    assert '"summary": "1 passed, 1 failed"' in report.read_text()
+
+
+def test_cli_expect_findings_accepts_listed_failures(fake: list[FakeDriver], capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Any) -> None:
+    findings = tmp_path / "FINDINGS.md"
+    findings.write_text("```findings\n1 | failing | fake | a known gap\n```\n")
+    args = ["--bootstrap", "h:1", "--clients", "fake", "--scenarios", "passing,failing", "--expect-findings",
+            "--findings", str(findings)]
+    assert cli.main(args) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 1 failed"
+    findings.write_text("```findings\n1 | passing | fake | fixed meanwhile\n2 | failing | fake | gap\n```\n")
+    assert cli.main(args) == 1  # a listed entry that passes must be removed
+
+
+def test_default_clients_are_all_four() -> None:
+    assert runner.default_clients() == ["java", "confluent", "kafka-python", "aiokafka"]
