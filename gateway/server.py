@@ -44,6 +44,8 @@ class Server:
         self._connections.add(task)
         try:
             await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            pass  # stop() ends connections mid-request (a long-polling Fetch, a waiting JoinGroup)
         finally:
             self._connections.discard(task)
             writer.close()
