@@ -83,7 +83,10 @@ class _Member:
     consumer is used from that thread only (KafkaConsumer is not thread-safe): commits and
     close go through `call`."""
 
-    POLL_MS = 100
+    # kafka-python 3.0.12: with short polls, a member whose join completes after a poll gave
+    # up may never restart heartbeats and is expelled (seen against Apache Kafka too);
+    # one-second polls avoid it.
+    POLL_MS = 1000
 
     def __init__(self, consumer: kafka.KafkaConsumer, listener: _Listener) -> None:
         self.consumer = consumer

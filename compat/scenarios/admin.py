@@ -31,11 +31,16 @@ def api_versions(driver: Driver, ctx: Context) -> dict[str, Any]:
 def metadata(driver: Driver, ctx: Context) -> dict[str, Any]:
     """a new 3-partition topic is described with 3 partitions."""
     topic = ctx.topic(driver, "t", partitions=3)
-    described = driver.describe_topic(topic)
+    described = wait_for(lambda: _described_with(driver, topic, 3), 10) or driver.describe_topic(topic)
     expect_equal(described["error"], NONE, "describe error")
     expect_equal(described["partitions"], 3, "partitions")
     return {"partitions": described["partitions"], "has_topic_id": described["topic_id"] is not None,
             "_topic_id": described["topic_id"]}
+
+
+def _described_with(driver: Driver, topic: str, partitions: int) -> dict[str, Any] | None:
+    described = driver.describe_topic(topic)
+    return described if described["partitions"] == partitions else None
 
 
 def topic_lifecycle(driver: Driver, ctx: Context) -> dict[str, Any]:
@@ -43,7 +48,8 @@ def topic_lifecycle(driver: Driver, ctx: Context) -> dict[str, Any]:
     topic = ctx.topic(driver, "t", partitions=2, configs={"retention.ms": "3600000"})
     seen: dict[str, Any] = {"create_again": driver.create_topic(topic, 2, {})}
     expect_equal(seen["create_again"], "TOPIC_ALREADY_EXISTS", "creating it again")
-    described = driver.describe_topic(topic)
+    # a new topic reaches every broker's metadata a little after CreateTopics answers (Kafka)
+    described = wait_for(lambda: _described_with(driver, topic, 2), 10) or driver.describe_topic(topic)
     expect_equal((described["partitions"], described["configs"].get("retention.ms")), (2, "3600000"),
                  "partitions and retention.ms after create")
     seen["alter"] = driver.alter_topic_config(topic, "retention.ms", "7200000")

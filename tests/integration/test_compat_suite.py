@@ -12,17 +12,19 @@ from martlet.compat import report, runner
 
 pytestmark = pytest.mark.integration
 
-PYTHON_CLIENTS = ["confluent", "kafka-python", "aiokafka"]
+CLIENTS = ["java", "confluent", "kafka-python", "aiokafka"]
 SUITE_BUDGET_S = 300.0  # the whole suite against one endpoint (issue: under 5 minutes)
 
 
 def run_suite(bootstrap: str, findings: list[report.Finding] | None) -> runner.Run:
     started = time.monotonic()
-    result = runner.run(bootstrap, PYTHON_CLIENTS, findings=findings)
+    result = runner.run(bootstrap, CLIENTS, findings=findings)
     elapsed = time.monotonic() - started
     print(report.table(result.cells, result.scenarios, result.clients))
     print(f"{report.summary(result.cells)} in {elapsed:.0f}s")
     assert elapsed < SUITE_BUDGET_S, f"the suite took {elapsed:.0f}s"
+    unbuilt = [c.reason for c in result.cells if c.client == "java" and "not built" in (c.reason or "")]
+    assert not unbuilt, f"the Java driver must run here (CI installs Java and Maven): {unbuilt[:1]}"
     return result
 
 
@@ -36,6 +38,7 @@ def test_suite_passes_completely_against_the_reference_kafka(reference_kafka) ->
     assert passed == set(result.scenarios), f"no client passed: {sorted(set(result.scenarios) - passed)}"
 
 
+@pytest.mark.java
 def test_suite_against_martlet_fails_only_where_findings_say(martlet) -> None:
     result = run_suite(martlet.bootstrap, findings=report.load_findings())
     assert not result.findings_problems, result.findings_problems
