@@ -1,3 +1,3 @@
 """Registers the shared fixture plugins in tests/fixtures/."""
 
-pytest_plugins = ["tests.fixtures.kafka_reference", "tests.fixtures.martlet"]
+pytest_plugins = ["tests.fixtures.hdfs", "tests.fixtures.kafka_reference", "tests.fixtures.martlet"]

@@ -1,14 +1,22 @@
 """One conformance suite for every Store backend (STYLE.md rule 5)."""
 
+import time
+import uuid
+
+import hdfs_native
 import pytest
 
 from martlet.engine.store import LocalStore, MemoryStore, Store
+from martlet.engine.store.hdfs import HdfsStore
 
 
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "memory", pytest.param("hdfs", marks=pytest.mark.java)])
 def store(request: pytest.FixtureRequest, tmp_path) -> Store:
     if request.param == "local":
         return LocalStore(str(tmp_path / "root"))
+    if request.param == "hdfs":
+        hdfs = request.getfixturevalue("reference_hdfs")
+        return HdfsStore(hdfs.url, f"/contract/{uuid.uuid4().hex}")  # a fresh root per test
     return MemoryStore()
 
 
@@ -141,3 +149,29 @@ def test_paths_cannot_escape_the_root(store, path):
 def test_the_root_cannot_be_deleted(store):
     with pytest.raises(ValueError):
         store.delete("")
+
+
+# HDFS only: the one backend whose server can go away under the store.
+
+
+@pytest.mark.java
+def test_hdfs_synced_data_survives_a_cluster_restart(reference_hdfs):
+    store = HdfsStore(reference_hdfs.url, f"/restart/{uuid.uuid4().hex}")
+    store.mkdir("d")
+    write(store, "d/closed", b"closed before the restart")
+    file = store.open_append("d/open")
+    file.write(b"synced, still open")
+    file.sync()
+    reference_hdfs.restart()  # same NameNode port and data folder, not formatted
+    after = HdfsStore(reference_hdfs.url, store.root)
+    assert after.list("d") == ["closed", "open"]
+    assert after.read("d/closed", 0, 100) == b"closed before the restart"
+    assert after.size("d/open") == len(b"synced, still open")
+    # The old writer's lease outlives the restart: recover it (as a new owner must) to read
+    # the file's last, unfinished block.
+    client = hdfs_native.Client(reference_hdfs.url)
+    deadline = time.monotonic() + 30
+    while not client.recover_lease(f"{store.root}/d/open"):
+        assert time.monotonic() < deadline, "lease recovery did not finish in 30 s"
+        time.sleep(0.2)
+    assert after.read("d/open", 0, 100) == b"synced, still open"

@@ -1,0 +1,201 @@
+"""Store on HDFS through hdfs-native (a pure client: Rust, no JVM).
+
+Store paths map to `<root>/<path>` on the cluster named by `url` ("hdfs://host:port").
+
+What each call gives, and why:
+- `AppendFile.write` passes the bytes to the writer and then calls `hsync`, the only flush
+  hdfs-native has (it has no hflush): the bytes leave the process at once, the DataNodes
+  fsync them and the NameNode records the new length. So every write is durable when it
+  returns; `sync` has nothing left to do. The price is one pipeline round trip per write.
+- hdfs-native's reader sees only the finished blocks of a file that is open for writing
+  (its length comes from the NameNode's located blocks, and it does not ask the DataNode for
+  the length of the block being written); a file reopened for append is open again. So
+  `read` of bytes past that point, on a file this store itself has open, closes the HDFS
+  writer first, and the next `write` reopens the file for append (about 30 ms per cycle on a
+  test cluster). Another process cannot read an open file's unfinished last block.
+- `truncate`: hdfs-native has no truncate. The kept prefix is copied to a sibling file,
+  hsynced, closed and renamed over the original (HDFS rename with OVERWRITE replaces the
+  destination atomically on the NameNode), so a crash leaves the old or the new file,
+  never a mix; it costs a copy of the kept bytes. Growing pads with zeros, as on local disk.
+- `rename` is HDFS rename with OVERWRITE: one atomic NameNode operation that replaces a
+  file or an empty directory at the destination.
+- Directory changes are NameNode edits, logged before the call returns.
+- There is no `lock`: HDFS leases fence writers per file, not per process.
+
+hdfs-native raises FileNotFoundError/FileExistsError for those cases and RuntimeError for
+other NameNode errors; the latter are re-raised as OSError so callers see one family.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import weakref
+from collections.abc import Callable
+from typing import TypeVar, cast
+
+from hdfs_native import Client, FileWriter, WriteOptions
+
+from .base import check_path
+
+COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def _os_errors(method: F) -> F:
+    """Re-raise hdfs-native's RuntimeError (a NameNode or DataNode error) as OSError."""
+
+    @functools.wraps(method)
+    def wrapper(*args: object, **kwargs: object) -> object:
+        try:
+            return method(*args, **kwargs)
+        except OSError:
+            raise
+        except RuntimeError as exc:
+            raise OSError(f"HDFS: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
+
+    return cast(F, wrapper)
+
+
+class HdfsAppendFile:
+    def __init__(self, client: Client, hdfs_path: str, writer: FileWriter, size: int) -> None:
+        self._client = client
+        self._path = hdfs_path
+        self._writer: FileWriter | None = writer  # None while released for a reader
+        self._size = size
+        self._closed = False
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @_os_errors
+    def write(self, data: bytes | memoryview) -> None:
+        assert not self._closed, "write after close"
+        if self._writer is None:
+            self._writer = self._client.append(self._path)
+        self._writer.write(data)
+        self._writer.hsync()  # hand the bytes over now; also makes them durable
+        self._size += len(data)
+
+    def sync(self) -> None:
+        assert not self._closed, "sync after close"
+        # every write was hsynced already
+
+    @_os_errors
+    def close(self) -> None:
+        self._closed = True
+        self.release()
+
+    @_os_errors
+    def release(self) -> None:
+        """Close the HDFS writer so readers see every byte written (see the module header);
+        the next write reopens the file for append."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+
+
+class HdfsStore:
+    def __init__(self, url: str, root: str) -> None:
+        if not root.startswith("/"):
+            raise ValueError(f"HDFS root must be absolute: {root!r}")
+        self.url = url
+        self.root = posixpath.normpath(root)
+        self._client = Client(url)
+        self._writers: weakref.WeakValueDictionary[str, HdfsAppendFile] = (
+            weakref.WeakValueDictionary()
+        )
+        self._client.mkdirs(self.root, create_parent=True)
+
+    def _hdfs_path(self, path: str) -> str:
+        return posixpath.join(self.root, *check_path(path))
+
+    @_os_errors
+    def mkdir(self, path: str) -> None:
+        self._client.mkdirs(self._hdfs_path(path), create_parent=True)
+
+    @_os_errors
+    def list(self, path: str) -> list[str]:
+        hdfs_path = self._hdfs_path(path)
+        try:
+            if not self._client.get_file_info(hdfs_path).isdir:
+                return []
+            return sorted(posixpath.basename(s.path) for s in self._client.list_status(hdfs_path))
+        except FileNotFoundError:
+            return []
+
+    @_os_errors
+    def size(self, path: str) -> int:
+        return int(self._client.get_file_info(self._hdfs_path(path)).length)
+
+    @_os_errors
+    def read(self, path: str, offset: int, length: int) -> bytes:
+        hdfs_path = self._hdfs_path(path)
+        reader = self._client.read(hdfs_path)
+        if offset + length > reader.size:
+            writer = self._writers.get(hdfs_path)
+            if writer is not None and not writer.closed:
+                writer.release()
+                reader = self._client.read(hdfs_path)
+        count = min(length, reader.size - offset)  # reading past the end panics in hdfs-native
+        return reader.read_range(offset, count) if count > 0 else b""
+
+    @_os_errors
+    def open_append(self, path: str) -> HdfsAppendFile:
+        hdfs_path = self._hdfs_path(path)
+        try:
+            status = self._client.get_file_info(hdfs_path)
+        except FileNotFoundError:
+            options = WriteOptions(overwrite=False, create_parent=False)
+            writer, size = self._client.create(hdfs_path, options), 0
+        else:
+            if status.isdir:
+                raise IsADirectoryError(path)
+            writer, size = self._client.append(hdfs_path), int(status.length)
+        file = HdfsAppendFile(self._client, hdfs_path, writer, size)
+        self._writers[hdfs_path] = file
+        return file
+
+    @_os_errors
+    def truncate(self, path: str, size: int) -> None:
+        hdfs_path = self._hdfs_path(path)
+        reader = self._client.read(hdfs_path)
+        parent, name = posixpath.split(hdfs_path)
+        tmp_path = posixpath.join(parent, f".{name}.truncating")
+        writer = self._client.create(tmp_path, WriteOptions(overwrite=True))
+        try:
+            for offset in range(0, size, COPY_CHUNK_BYTES):
+                count = min(COPY_CHUNK_BYTES, size - offset)
+                kept = min(count, max(0, reader.size - offset))
+                if kept:
+                    writer.write(reader.read_range(offset, kept))
+                if count > kept:
+                    writer.write(bytes(count - kept))  # growing: zeros, like os.truncate
+            writer.hsync()
+        finally:
+            writer.close()
+        self._client.rename(tmp_path, hdfs_path, overwrite=True)
+
+    @_os_errors
+    def rename(self, src: str, dst: str) -> None:
+        self._client.rename(self._hdfs_path(src), self._hdfs_path(dst), overwrite=True)
+
+    @_os_errors
+    def delete(self, path: str) -> None:
+        if not check_path(path):
+            raise ValueError("refusing to delete the store root")
+        self._client.delete(self._hdfs_path(path), recursive=True)
+
+    @_os_errors
+    def exists(self, path: str) -> bool:
+        try:
+            self._client.get_file_info(self._hdfs_path(path))
+        except FileNotFoundError:
+            return False
+        return True
