@@ -26,26 +26,23 @@ import hashlib
 import json
 import os
 import queue
-import re
 import shutil
 import subprocess
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..reference.kafka import cache_dir, java_executable
+from ..reference.kafka import java_executable
+from ..reference.maven import cache_dir, cached_classpath, read_marker, run_maven, tail_text
 from .base import Record, Unsupported
 
 PROJECT_DIR = Path(__file__).resolve().with_name("java")
 POM_PATH = PROJECT_DIR / "pom.xml"
 MAIN_CLASS = "dev.martlet.compat.driver.Driver"
 JAR_NAME = "martlet-java-driver.jar"
-MARKER_NAME = "classpath.txt"
 
-BUILD_TIMEOUT_S = 900.0
 START_TIMEOUT_S = 60.0
 # Every call may take this long on top of its own timeout_s; the JVM bounds its client calls
 # well below it (admin 30 s, send 10 s + delivery 30 s, transaction steps 10 s each).
@@ -88,81 +85,18 @@ def driver_home() -> Path:
     return cache_dir() / "java-driver" / source_hash()
 
 
-def _read_marker(home: Path) -> str | None:
-    try:
-        names = (home / MARKER_NAME).read_text().split()
-    except FileNotFoundError:
-        return None
-    jars = [str(home / name) for name in names]
-    if not jars or not all(os.path.isfile(jar) for jar in jars):
-        return None
-    return os.pathsep.join(jars)
-
-
 def driver_classpath() -> str:
     """The classpath of the built driver, building it first when its sources changed."""
-    home = driver_home()
-    classpath = _read_marker(home)
-    if classpath is not None:
-        return classpath
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(home.parent / ".build.lock"):
-        classpath = _read_marker(home)  # another process may have built it meanwhile
-        if classpath is None:
-            classpath = _build(home)
-    return classpath
+    return cached_classpath(driver_home(), _build)
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    import fcntl
-
-    with open(path, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _build(home: Path) -> str:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise JavaDriverError("Maven (mvn) is not on PATH: cannot build the Java driver")
-    staging = home.with_name(f"{home.name}.tmp-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    command = [
-        mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM_PATH),
-        f"-Dmaven.repo.local={cache_dir() / 'm2'}", f"-Ddriver.out={staging}", "package",
-    ]  # fmt: skip
-    try:
-        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=BUILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise JavaDriverError(
-            f"building the Java driver took over {BUILD_TIMEOUT_S:.0f}s:\n"
-            + _tail((exc.stdout or b"") + (exc.stderr or b""))
-        ) from None
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise JavaDriverError(
-            f"building the Java driver failed (mvn exit {done.returncode}): {' '.join(command)}\n"
-            + _tail(done.stdout + done.stderr)
-        )
+def _build(staging: Path) -> list[str]:
+    run_maven(POM_PATH, [f"-Ddriver.out={staging}", "package"], "building the Java driver", JavaDriverError)
     libs = sorted(p.name for p in (staging / "libs").glob("*.jar"))
     if not (staging / JAR_NAME).is_file() or not any(n.startswith("kafka-clients-") for n in libs):
-        shutil.rmtree(staging, ignore_errors=True)
         raise JavaDriverError(f"Maven built no {JAR_NAME} or copied no kafka-clients jar into {staging}")
     shutil.rmtree(staging / "target", ignore_errors=True)
-    shutil.rmtree(home, ignore_errors=True)
-    staging.rename(home)
-    names = [JAR_NAME, *(f"libs/{name}" for name in libs)]
-    tmp = home / f"{MARKER_NAME}.tmp"
-    tmp.write_text("\n".join(names) + "\n")
-    os.replace(tmp, home / MARKER_NAME)  # written last: the build is complete
-    classpath = _read_marker(home)
-    assert classpath is not None
-    return classpath
+    return [JAR_NAME, *(f"libs/{name}" for name in libs)]
 
 
 def java_available() -> bool:
@@ -171,18 +105,7 @@ def java_available() -> bool:
         java_executable()
     except RuntimeError:
         return False
-    return _read_marker(driver_home()) is not None or shutil.which("mvn") is not None
-
-
-_STACK_FRAME = re.compile(r"\s+at \S|\s*\.\.\. \d+ more$")
-
-
-def _tail(data: bytes | str, lines: int = STDERR_TAIL_LINES) -> str:
-    """The last lines, Java stack frames left out (they hide the messages)."""
-    if isinstance(data, bytes):
-        data = data.decode("utf-8", "replace")
-    kept = [line for line in data.splitlines() if not _STACK_FRAME.match(line)]
-    return "\n".join(kept[-lines:])
+    return read_marker(driver_home()) is not None or shutil.which("mvn") is not None
 
 
 # ----------------------------------------------------------------------------------------
@@ -263,7 +186,7 @@ class JavaDriver:
             self._stderr.seek(0, os.SEEK_END)
             size = self._stderr.tell()
             self._stderr.seek(max(0, size - 64 * 1024))
-            return _tail(self._stderr.read(), lines) or "(empty)"
+            return tail_text(self._stderr.read(), lines) or "(empty)"
         except (OSError, ValueError):
             return "(stderr unavailable)"
 

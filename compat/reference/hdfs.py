@@ -36,21 +36,12 @@ import uuid
 import weakref
 from pathlib import Path
 
-from .kafka import (
-    _file_lock,
-    _tail_text,
-    _write_atomic,
-    cache_dir,
-    free_ports,
-    java_executable,
-    port_open,
-)
+from .kafka import free_ports, java_executable, port_open
+from .maven import cache_dir, cached_classpath, copy_dependencies, tail_text
 
 DEFAULT_HADOOP_VERSION = "3.5.0"
 MAIN_CLASS = "org.apache.hadoop.test.MiniDFSClusterManager"
 POM_PATH = Path(__file__).resolve().with_name("hdfs-pom.xml")
-MARKER_NAME = "classpath.txt"
-FETCH_TIMEOUT_S = 900.0
 LOOPBACK = "127.0.0.1"
 PROBE_DIR = "/.martlet-probe"
 
@@ -76,72 +67,9 @@ def hadoop_home(version: str | None = None) -> Path:
 def hdfs_classpath(version: str | None = None) -> str:
     """Ensure the jars of ``version`` are cached (fetching them once) and return the classpath."""
     version = version or hadoop_version()
-    home = hadoop_home(version)
-    classpath = _read_marker(home)
-    if classpath is not None:
-        return classpath
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(home.parent / f".hadoop-{version}.lock"):
-        classpath = _read_marker(home)  # another process may have fetched meanwhile
-        if classpath is None:
-            classpath = _fetch(version, home)
-    return classpath
-
-
-def _read_marker(home: Path) -> str | None:
-    try:
-        names = (home / MARKER_NAME).read_text().split()
-    except FileNotFoundError:
-        return None
-    jars = [str(home / "libs" / name) for name in names]
-    if not jars or not all(os.path.isfile(jar) for jar in jars):
-        return None
-    return os.pathsep.join(jars)
-
-
-def _fetch(version: str, home: Path) -> str:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ReferenceHdfsError("Maven (mvn) is not on PATH: cannot fetch the Hadoop jars")
-    home.mkdir(parents=True, exist_ok=True)
-    staging = home / f"libs.tmp-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    command = [
-        mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM_PATH),
-        f"-Dmaven.repo.local={cache_dir() / 'm2'}",
-        f"-Dhadoop.version={version}",
-        "dependency:copy-dependencies",
-        "-DincludeScope=runtime",
-        f"-DoutputDirectory={staging}",
-    ]  # fmt: skip
-    _log.info("fetching Hadoop %s jars: %s", version, " ".join(command))
-    try:
-        done = subprocess.run(
-            command, stdin=subprocess.DEVNULL, capture_output=True, timeout=FETCH_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ReferenceHdfsError(
-            f"fetching Hadoop {version} jars took over {FETCH_TIMEOUT_S:.0f}s:\n"
-            + _tail_text((exc.stdout or b"") + (exc.stderr or b""))
-        ) from None
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ReferenceHdfsError(
-            f"fetching Hadoop {version} jars failed (mvn exit {done.returncode}):\n"
-            + _tail_text(done.stdout + done.stderr)
-        )
-    names = sorted(p.name for p in staging.glob("*.jar"))
-    if f"hadoop-client-minicluster-{version}.jar" not in names:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ReferenceHdfsError(f"Maven fetched no hadoop-client-minicluster into {staging}")
-    libs = home / "libs"
-    shutil.rmtree(libs, ignore_errors=True)
-    staging.rename(libs)
-    _write_atomic(home / MARKER_NAME, "\n".join(names) + "\n")
-    classpath = _read_marker(home)
-    assert classpath is not None
-    return classpath
+    fill = copy_dependencies(POM_PATH, {"hadoop.version": version}, [f"hadoop-client-minicluster-{version}.jar"],
+                             f"fetching Hadoop {version} jars", ReferenceHdfsError)
+    return cached_classpath(hadoop_home(version), fill)
 
 
 # ----------------------------------------------------------------------------------------
@@ -225,7 +153,7 @@ class ReferenceHdfs:
         path = self.log_path
         if path is None or not path.is_file():
             return "(no cluster log)"
-        return _tail_text(path.read_bytes()[-64 * 1024 :], lines)
+        return tail_text(path.read_bytes()[-64 * 1024 :], lines)
 
     def __enter__(self) -> ReferenceHdfs:
         return self.start()

@@ -18,7 +18,6 @@ import base64
 import contextlib
 import logging
 import os
-import re
 import shutil
 import signal
 import socket
@@ -29,8 +28,10 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from .maven import cache_dir, cached_classpath, copy_dependencies, tail_text, write_atomic
 
 DEFAULT_KAFKA_VERSION = "4.4.0"
 BROKER_MAIN_CLASS = "kafka.Kafka"
@@ -50,8 +51,6 @@ KAFKA_TOOLS: dict[str, str] = {
 }
 
 POM_PATH = Path(__file__).resolve().with_name("pom.xml")
-MARKER_NAME = "classpath.txt"
-FETCH_TIMEOUT_S = 900.0
 NODE_ID = 1
 LOOPBACK = "127.0.0.1"
 
@@ -100,14 +99,6 @@ class ReferenceToolTimeout(ReferenceKafkaError):
 # jars and classpath
 
 
-def cache_dir() -> Path:
-    """``$MARTLET_CACHE_DIR``, else ``<repo>/.cache`` (the repo root holds ``compat/``)."""
-    env = os.environ.get("MARTLET_CACHE_DIR")
-    if env:
-        return Path(env).expanduser().resolve()
-    return Path(__file__).resolve().parents[2] / ".cache"
-
-
 def kafka_version() -> str:
     return os.environ.get("MARTLET_KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
 
@@ -119,97 +110,16 @@ def kafka_home(version: str | None = None) -> Path:
 def kafka_classpath(version: str | None = None) -> str:
     """Ensure the jars of ``version`` are cached (fetching them once) and return the classpath."""
     version = version or kafka_version()
-    home = kafka_home(version)
-    classpath = _read_marker(home)
-    if classpath is not None:
-        return classpath
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(home.parent / f".kafka-{version}.lock"):
-        classpath = _read_marker(home)  # another process may have fetched meanwhile
-        if classpath is None:
-            classpath = _fetch(version, home)
-    return classpath
-
-
-def _read_marker(home: Path) -> str | None:
-    try:
-        names = (home / MARKER_NAME).read_text().split()
-    except FileNotFoundError:
-        return None
-    jars = [str(home / "libs" / name) for name in names]
-    if not jars or not all(os.path.isfile(jar) for jar in jars):
-        return None
-    return os.pathsep.join(jars)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    import fcntl
-
-    with open(path, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _fetch(version: str, home: Path) -> str:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ReferenceKafkaError("Maven (mvn) is not on PATH: cannot fetch the Kafka jars")
-    home.mkdir(parents=True, exist_ok=True)
-    staging = home / f"libs.tmp-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    command = [
-        mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM_PATH),
-        f"-Dmaven.repo.local={cache_dir() / 'm2'}",
-        f"-Dkafka.version={version}",
-        "dependency:copy-dependencies",
-        "-DincludeScope=runtime",
-        f"-DoutputDirectory={staging}",
-    ]  # fmt: skip
-    _log.info("fetching Kafka %s jars: %s", version, " ".join(command))
-    try:
-        done = subprocess.run(
-            command, stdin=subprocess.DEVNULL, capture_output=True, timeout=FETCH_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ReferenceKafkaError(
-            f"fetching Kafka {version} jars took over {FETCH_TIMEOUT_S:.0f}s:\n"
-            + _tail_text((exc.stdout or b"") + (exc.stderr or b""))
-        ) from None
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ReferenceKafkaError(
-            f"fetching Kafka {version} jars failed (mvn exit {done.returncode}):\n"
-            + _tail_text(done.stdout + done.stderr)
-        )
-    names = sorted(p.name for p in staging.glob("*.jar"))
-    for required in (f"kafka_2.13-{version}.jar", f"kafka-tools-{version}.jar"):
-        if required not in names:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise ReferenceKafkaError(f"Maven fetched no {required} into {staging}")
-    libs = home / "libs"
-    shutil.rmtree(libs, ignore_errors=True)
-    staging.rename(libs)
-    _write_atomic(home / MARKER_NAME, "\n".join(names) + "\n")
-    classpath = _read_marker(home)
-    assert classpath is not None
-    return classpath
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    required = [f"kafka_2.13-{version}.jar", f"kafka-tools-{version}.jar"]
+    fill = copy_dependencies(POM_PATH, {"kafka.version": version}, required, f"fetching Kafka {version} jars",
+                             ReferenceKafkaError)
+    return cached_classpath(kafka_home(version), fill)
 
 
 def _tools_log_config(version: str) -> Path:
     path = kafka_home(version) / "tools-log4j2.properties"
     if not path.is_file():
-        _write_atomic(path, _TOOLS_LOG4J)
+        write_atomic(path, _TOOLS_LOG4J)
     return path
 
 
@@ -223,18 +133,6 @@ def java_executable() -> str:
     return java
 
 
-def _tail_text(data: bytes | str, lines: int = 40) -> str:
-    """The last ``lines`` lines, Java stack frames left out (they hide the messages)."""
-    if isinstance(data, bytes):
-        data = data.decode("utf-8", "replace")
-    kept = [
-        line for line in data.splitlines()
-        if not line.lstrip().startswith("at ") and not _ELIDED_FRAMES.match(line)
-    ]  # fmt: skip
-    return "\n".join(kept[-lines:])
-
-
-_ELIDED_FRAMES = re.compile(r"\s*\.\.\. \d+ more$")
 
 
 # ----------------------------------------------------------------------------------------
@@ -281,7 +179,7 @@ def run_tool(tool: str, args: Sequence[str], timeout_s: float | None,
         err = exc.stderr or b""
         raise ReferenceToolTimeout(
             f"kafka tool {tool!r} {list(args)} did not finish within {timeout_s}s\n"
-            f"--- stdout (tail) ---\n{_tail_text(out)}\n--- stderr (tail) ---\n{_tail_text(err)}",
+            f"--- stdout (tail) ---\n{tail_text(out)}\n--- stderr (tail) ---\n{tail_text(err)}",
             out, err,
         ) from None
 
@@ -403,7 +301,7 @@ class ReferenceKafka:
         path = self.log_path
         if path is None or not path.is_file():
             return "(no broker log)"
-        return _tail_text(path.read_bytes()[-64 * 1024:], lines)
+        return tail_text(path.read_bytes()[-64 * 1024:], lines)
 
     def log_report(self, lines: int = 30) -> str:
         """The broker log's ERROR/FATAL lines and exception messages, then its last lines."""
@@ -419,7 +317,7 @@ class ReferenceKafka:
         report = f"broker log {path}"
         if errors:
             report += " errors (first 15):\n" + "\n".join(errors[:15]) + "\n---"
-        return report + f" last lines:\n{_tail_text(text, lines)}"
+        return report + f" last lines:\n{tail_text(text, lines)}"
 
     def __repr__(self) -> str:
         state = "running" if self.alive else "stopped"
@@ -543,12 +441,12 @@ class ReferenceKafka:
         except subprocess.TimeoutExpired as exc:
             raise ReferenceKafkaError(
                 "formatting Kafka storage timed out:\n"
-                + _tail_text((exc.stdout or b"") + (exc.stderr or b""))
+                + tail_text((exc.stdout or b"") + (exc.stderr or b""))
             ) from None
         if done.returncode != 0:
             raise ReferenceKafkaError(
                 f"formatting Kafka storage failed (exit {done.returncode}):\n"
-                + _tail_text(done.stdout + done.stderr)
+                + tail_text(done.stdout + done.stderr)
             )
 
     def _launch(self, classpath: str, props: Path) -> None:
