@@ -38,6 +38,7 @@ from pathlib import Path
 
 from .kafka import free_ports, java_executable, port_open
 from .maven import cache_dir, cached_classpath, copy_dependencies, tail_text
+from .process import PortTaken, end_process, signal_group
 
 DEFAULT_HADOOP_VERSION = "3.5.0"
 MAIN_CLASS = "org.apache.hadoop.test.MiniDFSClusterManager"
@@ -74,34 +75,6 @@ def hdfs_classpath(version: str | None = None) -> str:
 
 # ----------------------------------------------------------------------------------------
 # the cluster
-
-
-def _end_process(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    """SIGCONT (it may be paused), SIGTERM its process group, wait, SIGKILL if needed."""
-    if proc.poll() is not None:
-        return
-    for sig in (signal.SIGCONT, signal.SIGTERM):
-        _signal_group(proc, sig)
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _log.warning("reference HDFS pid %d ignored SIGTERM; killing it", proc.pid)
-        _signal_group(proc, signal.SIGKILL)
-        proc.wait(timeout=30)
-
-
-def _terminate(proc: subprocess.Popen[bytes], workdir: Path, timeout_s: float) -> None:
-    try:
-        _end_process(proc, timeout_s)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)  # started with start_new_session: its pgid is its pid
-    except ProcessLookupError:
-        pass
 
 
 class ReferenceHdfs:
@@ -177,7 +150,7 @@ class ReferenceHdfs:
             try:
                 self._launch(format_storage=True)
                 self._wait_ready(began)
-            except _PortTaken as exc:
+            except PortTaken as exc:
                 lost = str(exc)
                 self.stop_process()
                 continue
@@ -205,7 +178,7 @@ class ReferenceHdfs:
         """End the JVM but keep its folder and port for ``restart()``."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            _end_process(proc, self.stop_timeout_s)
+            end_process(proc, self.stop_timeout_s)
 
     def restart(self) -> None:
         """Start the JVM again on the same folder and NameNode port, without formatting.
@@ -219,7 +192,7 @@ class ReferenceHdfs:
         try:
             self._launch(format_storage=False)
             self._wait_ready(began)
-        except _PortTaken as exc:
+        except PortTaken as exc:
             raise ReferenceHdfsError(f"NameNode port {self.port} was taken: {exc}") from None
         _log.info("reference HDFS restarted in %.1fs", time.monotonic() - began)
 
@@ -228,14 +201,14 @@ class ReferenceHdfs:
         if not self.alive:
             raise ReferenceHdfsError("reference HDFS is not running")
         assert self._proc is not None
-        _signal_group(self._proc, signal.SIGSTOP)
+        signal_group(self._proc, signal.SIGSTOP)
 
     def resume(self) -> None:
         """Thaw a paused JVM (SIGCONT)."""
         if not self.alive:
             raise ReferenceHdfsError("reference HDFS is not running")
         assert self._proc is not None
-        _signal_group(self._proc, signal.SIGCONT)
+        signal_group(self._proc, signal.SIGCONT)
 
     # -- steps of start ------------------------------------------------------------------
 
@@ -274,7 +247,7 @@ class ReferenceHdfs:
             )  # fmt: skip
         proc, timeout_s = self._proc, self.stop_timeout_s
         # Ends the JVM even if nobody calls stop(); detached so stop_process() stays the owner.
-        weakref.finalize(self, _end_process, proc, timeout_s).atexit = True
+        weakref.finalize(self, end_process, proc, timeout_s).atexit = True
 
     def _check_running(self, deadline: float, waiting_for: str) -> None:
         assert self._proc is not None
@@ -282,7 +255,7 @@ class ReferenceHdfs:
         if code is not None:
             tail = self.log_tail()
             if "BindException" in tail or "Address already in use" in tail:
-                raise _PortTaken(tail)
+                raise PortTaken(tail)
             raise ReferenceHdfsError(f"reference HDFS exited with {code} while {waiting_for}; {tail}")
         if time.monotonic() > deadline:
             raise ReferenceHdfsError(
@@ -327,7 +300,3 @@ class ReferenceHdfs:
         client.delete(path, recursive=False)
         if data != b"probe":
             raise ReferenceHdfsError(f"probe file read back as {data!r}")
-
-
-class _PortTaken(Exception):
-    """The NameNode lost a race for the port picked for it."""

@@ -19,7 +19,6 @@ import contextlib
 import logging
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -32,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .maven import cache_dir, cached_classpath, copy_dependencies, tail_text, write_atomic
+from .process import PortTaken, terminate
 
 DEFAULT_KAFKA_VERSION = "4.4.0"
 BROKER_MAIN_CLASS = "kafka.Kafka"
@@ -188,10 +188,6 @@ def run_tool(tool: str, args: Sequence[str], timeout_s: float | None,
 # the broker
 
 
-class _PortTaken(Exception):
-    """The broker lost a race for the ports picked for it; start again with others."""
-
-
 def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
     """Distinct ports the OS reports free on ``host`` right now (all bound at once)."""
     sockets = []
@@ -221,29 +217,6 @@ def _new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
-
-
-def _terminate(proc: subprocess.Popen[bytes], workdir: Path | None, timeout_s: float) -> None:
-    """SIGTERM the broker's process group, wait, SIGKILL if needed; then remove its folder."""
-    try:
-        if proc.poll() is None:
-            _signal_group(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                _log.warning("reference Kafka pid %d ignored SIGTERM; killing it", proc.pid)
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait(timeout=30)
-    finally:
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)  # started with start_new_session: its pgid is its pid
-    except ProcessLookupError:
-        pass
 
 
 class ReferenceKafka:
@@ -344,7 +317,7 @@ class ReferenceKafka:
         for _attempt in range(3):
             try:
                 self._start_once(classpath, time.monotonic() + self.startup_timeout_s)
-            except _PortTaken as exc:
+            except PortTaken as exc:
                 lost = str(exc)
                 self._discard()
                 continue
@@ -467,7 +440,7 @@ class ReferenceKafka:
                 cwd=self.workdir, start_new_session=True,
             )  # fmt: skip
         self._finalizer = weakref.finalize(
-            self, _terminate, self._proc, self.workdir, self.stop_timeout_s
+            self, terminate, self._proc, self.workdir, self.stop_timeout_s
         )
 
     def _check_running(self, deadline: float, waiting_for: str) -> None:
@@ -476,7 +449,7 @@ class ReferenceKafka:
         if code is not None:
             report = self.log_report()
             if "BindException" in report or "Address already in use" in report:
-                raise _PortTaken(report)
+                raise PortTaken(report)
             raise ReferenceKafkaError(
                 f"reference Kafka exited with {code} while {waiting_for}; {report}"
             )
