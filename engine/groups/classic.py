@@ -465,6 +465,9 @@ class ClassicCoordinator:
 
     # -- admin
 
+    def has(self, group_id: str) -> bool:
+        return group_id in self.groups
+
     def describe(self, group_id: str) -> GroupView | None:
         group = self.groups.get(group_id)
         if group is None:

@@ -93,6 +93,9 @@ class OffsetStore:
         """Groups with at least one committed offset, sorted."""
         return sorted(self._groups)
 
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self._groups
+
     # -- changing --------------------------------------------------------------------------
 
     def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:

@@ -180,7 +180,7 @@ class Groups:
         """For a consumer-protocol group the generation is the member epoch (OffsetCommit v9+)."""
         if self.consumer.has(group_id):
             return self.consumer.validate_commit(group_id, member_id, generation_id)
-        if self.machine.describe(group_id) is None and group_id in self.offsets.groups():
+        if not self.machine.has(group_id) and self.offsets.has_group(group_id):
             # a group that only has committed offsets is an Empty group to Kafka
             return GroupError.NONE if generation_id < 0 else GroupError.UNKNOWN_MEMBER
         return self.machine.validate_commit(group_id, member_id, generation_id, instance_id, self.now_ms())
@@ -211,7 +211,7 @@ class Groups:
         if consumer is not None:
             return _classic_view(consumer)
         view = self.machine.describe(group_id)
-        if view is None and group_id in self.offsets.groups():
+        if view is None and self.offsets.has_group(group_id):
             return _offsets_only(group_id)
         return view
 
@@ -254,7 +254,7 @@ class Groups:
                 self.offsets.delete_group(group_id)
             return error
         error = self.machine.delete(group_id)
-        if error is GroupError.GROUP_NOT_FOUND and group_id in self.offsets.groups():
+        if error is GroupError.GROUP_NOT_FOUND and self.offsets.has_group(group_id):
             error = GroupError.NONE
         if error is GroupError.NONE:
             self.offsets.delete_group(group_id)
