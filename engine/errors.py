@@ -59,3 +59,19 @@ class InvalidPartitionCount(EngineError):
 
 class InvalidConfig(EngineError):
     """A configuration name or value the engine does not accept."""
+
+
+class StaleSession(EngineError):
+    """A write named an old topic version V or partition session S. The current (V, S, C)
+    come with it so the writer can resend everything above the checkpoint C."""
+
+    def __init__(self, version: int, session: int, checkpoint: int) -> None:
+        super().__init__(f"stale writer: the partition is now at version {version}, session {session}, "
+                         f"checkpoint {checkpoint}")
+        self.version = version
+        self.session = session
+        self.checkpoint = checkpoint
+
+
+class PartitionClosed(EngineError):
+    """The partition was closed (topic deleted, broker stopping) while a caller waited."""

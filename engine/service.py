@@ -1,7 +1,7 @@
 """The engine's async facade: the one place in the engine that knows asyncio.
 
-The gateway calls it; it owns the catalog and the open partitions, wakes long-polling
-readers when data arrives, and runs retention in the background.
+The gateway calls it; it owns the catalog, the open partitions, the memory pool and the
+persister, wakes long-polling readers when C moves, and runs retention in the background.
 """
 
 from __future__ import annotations
@@ -9,20 +9,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .catalog.catalog import Catalog, topic_dir
 from .catalog.config import TopicConfig
 from .catalog.topic import Topic
 from .clock import SystemClock
-from .errors import UnknownPartition
+from .errors import DuplicateBatch, UnknownPartition
 from .groups.service import Groups
 from .log.batch import BatchHeader
 from .log.config import LogConfig
+from .partition.memory import MemoryPool
 from .partition.partition import Partition
+from .partition.persister import Persister
 from .producer_ids import ProducerIds
 from .settings import EngineSettings
 from .store.base import Store
+from .store.cache import CachedStore
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +40,12 @@ class Engine:
         self.clock = clock or SystemClock()
         self.catalog = Catalog(store, settings.owner, settings.topic_partitions_max)
         self.producer_ids = ProducerIds(store)
+        self.pool = MemoryPool(settings.memory_bytes)
+        self.logs_store = CachedStore(store, self.pool.reclaim_soon)
+        self.pool.attach_blocks(self.logs_store)
+        self.persister = Persister(settings.commit_bytes, settings.commit_ms, settings.persist_threads,
+                                   self.clock.now_ms)
+        self._readers = ThreadPoolExecutor(settings.read_threads, thread_name_prefix="martlet-read")
         self._partitions: dict[PartitionKey, Partition] = {}
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
         self._retention_task: asyncio.Task[None] | None = None
@@ -53,6 +63,7 @@ class Engine:
     def start_background(self) -> None:
         """Start the timers; needs a running event loop."""
         assert self.groups is not None, "open() first"
+        self.pool.bind(asyncio.get_running_loop())
         self.groups.start()
         self._retention_task = asyncio.get_running_loop().create_task(self._retention_loop())
 
@@ -61,9 +72,19 @@ class Engine:
             self._retention_task.cancel()
         if self.groups:
             self.groups.close()
-        for partition in self._partitions.values():
+        partitions = list(self._partitions.values())
+        if not await self.persister.drain(partitions, self.settings.drain_ms / 1000):
+            lost = sum(p.tail.unpersisted_bytes for p in partitions)
+            log.error("closing with %d bytes not persisted: the store did not take them in time", lost)
+        for partition in partitions:
             partition.close()
         self._partitions.clear()
+        self.persister.close()
+        self._readers.shutdown(wait=True)
+
+    async def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until everything taken in is persisted; True unless the timeout ran out."""
+        return await self.persister.drain(list(self._partitions.values()), timeout_s)
 
     # -- topics
 
@@ -97,7 +118,9 @@ class Engine:
         config = self.settings.topic_defaults.updated(overrides)
         topic = self.catalog.reconfigure(name, config, frozenset(overrides))
         for index in range(topic.partition_count):
-            self._partitions[(name, index)].log.config = self._log_config(topic)
+            partition = self._partitions[(name, index)]
+            partition.log.config = self._log_config(topic)
+            partition.sync_flush = topic.config.flush_mode == "sync"
         return topic
 
     # -- partitions
@@ -109,18 +132,49 @@ class Engine:
             self.catalog.get(name)
             raise UnknownPartition(f"topic {name!r} has no partition {index}") from None
 
-    def append(self, name: str, index: int, batch: bytearray, header: BatchHeader) -> int:
-        offset = self.partition(name, index).append(batch, header)
-        self._wake((name, index))
+    def append(self, name: str, index: int, batch: bytearray, header: BatchHeader,
+               version: int | None = None, session: int | None = None) -> int:
+        """Take a batch into memory; returns its offset. Readers see it once persisted."""
+        partition = self.partition(name, index)
+        current_version = self.catalog.get(name).version if version is not None else 0
+        offset = partition.append(batch, header, version, session, current_version)
+        self.persister.schedule(partition)
         return offset
 
+    async def append_persisted(self, name: str, index: int, batch: bytearray, header: BatchHeader) -> int:
+        """Append, then return once C covers the batch (a duplicate: once its original is)."""
+        partition = self.partition(name, index)
+        try:
+            offset = self.append(name, index, batch, header)
+        except DuplicateBatch as duplicate:
+            await partition.wait_persisted(duplicate.base_offset)
+            raise
+        await partition.wait_persisted(offset)
+        return offset
+
+    async def read(self, name: str, index: int, offset: int, max_bytes: int) -> bytes:
+        """Whole batches below the high watermark (C) from `offset`: memory, else the store."""
+        partition = self.partition(name, index)
+        data = partition.read_memory(offset, max_bytes)
+        if data is not None:
+            return data
+        return await asyncio.get_running_loop().run_in_executor(
+            self._readers, partition.read_stored, offset, max_bytes, partition.checkpoint)
+
+    async def wait_for_room(self) -> bool:
+        """Wait while unpersisted data fills the memory budget; True if it had to wait."""
+        if self.pool.has_room():
+            return False
+        await self.pool.wait_for_room()
+        return True
+
     async def wait_for_data(self, watched: Iterable[tuple[PartitionKey, int]], timeout_ms: int) -> None:
-        """Return once any watched partition's end offset passes its offset, or on timeout."""
+        """Return once any watched partition's high watermark passes its offset, or on timeout."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         keys = []
         for key, offset in watched:
             partition = self._partitions.get(key)
-            if partition is None or partition.end_offset > offset:
+            if partition is None or partition.high_watermark > offset:
                 return
             keys.append(key)
             self._waiters.setdefault(key, set()).add(future)
@@ -139,9 +193,13 @@ class Engine:
 
     def _open_partitions(self, topic: Topic, indexes: range) -> None:
         config = self._log_config(topic)
+        sync_flush = topic.config.flush_mode == "sync"
         for index in indexes:
             path = f"{topic_dir(topic)}/{index}"
-            self._partitions[(topic.name, index)] = Partition.open(self.store, path, config, self.clock.now_ms)
+            partition = Partition.open(self.logs_store, path, config, self.clock.now_ms, self.pool, sync_flush)
+            key = (topic.name, index)
+            partition.on_checkpoint = lambda _partition, key=key: self._wake(key)  # type: ignore[misc]
+            self._partitions[key] = partition
 
     def _log_config(self, topic: Topic) -> LogConfig:
         config: TopicConfig = topic.config
@@ -151,16 +209,22 @@ class Engine:
             retention_ms=config.retention_ms,
             retention_bytes=config.retention_bytes,
             index_interval_bytes=self.settings.index_interval_bytes,
-            sync_every_append=config.flush_mode == "sync",
         )
 
     def apply_retention(self) -> int:
-        self.groups.expire_offsets()
-        return sum(partition.log.apply_retention() for partition in self._partitions.values())
+        """Worker thread or tests: delete the segments retention condemns."""
+        deleted = 0
+        for partition in list(self._partitions.values()):
+            if partition.closed:
+                continue
+            with partition.lock:
+                deleted += partition.log.apply_retention()
+        return deleted
 
     async def _retention_loop(self) -> None:
         while True:
             await asyncio.sleep(self.settings.retention_check_ms / 1000)
-            deleted = self.apply_retention()
+            self.groups.expire_offsets()
+            deleted = await asyncio.get_running_loop().run_in_executor(self._readers, self.apply_retention)
             if deleted:
                 log.info("retention deleted %d segments", deleted)

@@ -17,3 +17,9 @@ class EngineSettings:
     topic_partitions_max: int = 10_000
     groups: GroupLimits = field(default_factory=GroupLimits)
     offsets_retention_ms: int = 604_800_000     # Kafka offsets.retention.minutes = 7 days
+    memory_bytes: int = 256 << 20               # the pool: memory tails and the block cache
+    commit_bytes: int = 1 << 20                 # the most one group commit writes
+    commit_ms: int = 2                          # the longest a write waits before its commit starts
+    persist_threads: int = 4                    # group commits running at once (store round trips)
+    read_threads: int = 2                       # reads from the store running at once
+    drain_ms: int = 30_000                      # a graceful stop waits this long for persisting

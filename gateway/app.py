@@ -13,7 +13,8 @@ from ..engine.errors import DataDirLocked
 from ..engine.service import Engine
 from ..engine.store.atomic import read_whole, write_atomically
 from ..engine.store.local import LocalStore
-from .config import ServeConfig, parse_address
+from ..engine.store.base import Store
+from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
 from .handlers.registry import load_all
@@ -30,8 +31,9 @@ class Broker:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         os.makedirs(config.data_dir, exist_ok=True)
-        self.store = LocalStore(config.data_dir)
-        self._lock = self.store.lock(LOCK_PATH)
+        local = LocalStore(config.data_dir)
+        self._lock = local.lock(LOCK_PATH)
+        self.store: Store = local if config.store is None else _hdfs_store(config.store)
         self.engine = Engine(self.store, config.engine)
         self.server: Server | None = None
         self.address: tuple[str, int] | None = None
@@ -58,7 +60,17 @@ def _advertise(settings, advertised: str | None, bound: tuple[str, int]):  # typ
     return replace(settings, advertised_host=host, advertised_port=port)
 
 
-def _cluster_id(store: LocalStore) -> str:
+def _hdfs_store(url: str) -> Store:
+    from ..engine.store.hdfs import HdfsStore  # only a cluster needs the HDFS client loaded
+
+    address, root = split_hdfs_url(url)
+    try:
+        return HdfsStore(address, root)
+    except Exception as error:  # hdfs-native reports an unreachable NameNode as RuntimeError
+        raise OSError(f"cannot use HDFS store {url}: {error}") from None
+
+
+def _cluster_id(store: Store) -> str:
     if store.exists(CLUSTER_ID_PATH):
         return read_whole(store, CLUSTER_ID_PATH).decode().strip()
     cluster_id = "-"

@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 
 from ..engine.errors import DataDirLocked
-from .config import ConfigError, load, with_listen
+from .config import ConfigError, load, with_listen, with_store
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--listen", metavar="HOST:PORT", help="address to listen on (127.0.0.1:9092)")
     serve_cmd.add_argument("--advertised", metavar="HOST:PORT", help="address clients are told to use")
     serve_cmd.add_argument("--data-dir", metavar="DIR", help="where data lives (./martlet-data)")
+    serve_cmd.add_argument("--store", metavar="URL",
+                           help="keep the data on HDFS: hdfs://HOST:PORT/PATH (default: local, in --data-dir)")
     serve_cmd.add_argument("--config", metavar="FILE", help="TOML config file")
     commands.add_parser("compat", help="compatibility suite and reference services (see: martlet compat -h)")
     return parser
@@ -46,8 +48,10 @@ def serve(args: argparse.Namespace) -> int:
             config = replace(config, advertised=args.advertised)
         if args.data_dir:
             config = replace(config, data_dir=args.data_dir)
+        if args.store:
+            config = with_store(config, args.store)
         broker = Broker(config)
-    except (ConfigError, DataDirLocked) as error:
+    except (ConfigError, DataDirLocked, OSError) as error:
         print(f"martlet: {error}", file=sys.stderr)
         return 2
     _use_uvloop()

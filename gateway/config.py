@@ -6,6 +6,7 @@ Config file (every key optional):
     listen = "127.0.0.1:9092"
     advertised = "127.0.0.1:9092"
     data_dir = "./martlet-data"
+    store = "hdfs://127.0.0.1:8020/martlet"   # data on HDFS instead of data_dir
     frame_bytes_max = 104857600
     auto_create_topics = false
     default_partitions = 1
@@ -14,6 +15,9 @@ Config file (every key optional):
     [engine]
     owner = "martlet"
     retention_check_ms = 300000
+    memory_bytes = 268435456  # memory tails + block cache, shared by all partitions
+    commit_bytes = 1048576    # group commits: at most this much per write ...
+    commit_ms = 2             # ... starting at most this long after a write arrives
 
     [groups]                  # consumer groups, see engine/groups/classic.py GroupLimits
     initial_rebalance_delay_ms = 3000
@@ -48,6 +52,7 @@ class ServeConfig:
     engine: EngineSettings = field(default_factory=EngineSettings)
     data_dir: str = "./martlet-data"
     advertised: str | None = None
+    store: str | None = None  # "hdfs://HOST:PORT/ROOT"; None keeps the data in data_dir
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -92,7 +97,23 @@ def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfi
         config = replace(config, advertised=gateway.pop("advertised"))
     if "data_dir" in gateway:
         config = replace(config, data_dir=gateway.pop("data_dir"))
+    if "store" in gateway:
+        config = with_store(config, gateway.pop("store"))
     return config
+
+
+def with_store(config: ServeConfig, url: str) -> ServeConfig:
+    split_hdfs_url(url)
+    return replace(config, store=url)
+
+
+def split_hdfs_url(url: str) -> tuple[str, str]:
+    """("hdfs://host:port", "/root") from "hdfs://host:port/root"."""
+    scheme, sep, rest = url.partition("://")
+    authority, _, path = rest.partition("/")
+    if scheme != "hdfs" or not sep or not authority:
+        raise ConfigError(f"store {url!r} is not hdfs://HOST:PORT/PATH")
+    return f"hdfs://{authority}", "/" + (path.strip("/") or "martlet")
 
 
 def with_listen(config: ServeConfig, text: str) -> ServeConfig:

@@ -22,6 +22,8 @@ _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (engine_errors.UnknownPartition, ErrorCode.unknown_topic_or_partition),
     (engine_errors.InvalidPartitionCount, ErrorCode.invalid_partitions),
     (engine_errors.InvalidConfig, ErrorCode.invalid_config),
+    (engine_errors.StaleSession, ErrorCode.fenced_leader_epoch),
+    (engine_errors.PartitionClosed, ErrorCode.not_leader_or_follower),
 ]
 
 

@@ -14,7 +14,6 @@ class LogConfig:
     retention_ms: int = 604800000  # -1 = keep forever
     retention_bytes: int = -1  # -1 = no size limit
     index_interval_bytes: int = 4096
-    sync_every_append: bool = False  # fsync after each append (flush mode "sync")
 
     def __post_init__(self) -> None:
         if not 0 < self.segment_bytes <= SEGMENT_BYTES_MAX:

@@ -29,6 +29,7 @@ class SparseIndex:
         self.keys = array(self.key_code)
         self.values = array(self.value_code)
         self._file: AppendFile | None = None
+        self._unwritten: list[bytes] = []  # entries appended since the last write_out
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
@@ -53,11 +54,12 @@ class SparseIndex:
         self.values.append(value)
 
     def append(self, key: int, value: int) -> None:
-        """Add an entry, and write it too when the file is open (an index being rebuilt
-        lives only in memory until it is written whole)."""
+        """Add an entry; when the file is open it is written by the next write_out (an
+        index being rebuilt lives only in memory until it is written whole). Entries are
+        written in groups because each write may cost a round trip (HDFS)."""
         self.add(key, value)
         if self._file is not None:
-            self._file.write(self.entry.pack(key, value))
+            self._unwritten.append(self.entry.pack(key, value))
 
     def floor(self, key: int) -> tuple[int, int] | None:
         """The last entry whose key is <= `key`."""
@@ -77,12 +79,21 @@ class SparseIndex:
         self._file = store.open_append(path)
         assert self._file.size == len(self) * self.entry.size, f"{path} does not match its entries"
 
+    def write_out(self) -> None:
+        """Hand the entries appended since the last call to the file (not fsynced: an index
+        is derived data, and recovery checks it against the log)."""
+        if self._file is not None and self._unwritten:
+            self._file.write(b"".join(self._unwritten))
+            self._unwritten.clear()
+
     def sync(self) -> None:
         if self._file is not None:
+            self.write_out()
             self._file.sync()
 
     def close(self) -> None:
         if self._file is not None:
+            self.write_out()
             self._file.close()
             self._file = None
 

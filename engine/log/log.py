@@ -78,7 +78,7 @@ class PartitionLog:
     def append(self, batch: bytearray, header: BatchHeader) -> int:
         """Store `batch` at offset end_offset (written into its bytes) and return that offset."""
         assert not self._closed, "append to a closed log"
-        _check_batch(batch, header)
+        check_batch(batch, header)
         self.producer_state.check(header)
         header = header._replace(base_offset=self.end_offset)
         if self._should_roll(header):
@@ -88,15 +88,43 @@ class PartitionLog:
         self.producer_state.update(header)
         if self._active_since_ms is None:
             self._active_since_ms = self.now_ms()
-        if self.config.sync_every_append:
-            self.flush()
         return header.base_offset
 
-    def _should_roll(self, header: BatchHeader) -> bool:
+    def append_stored(self, batches: list[bytearray], headers: list[BatchHeader]) -> None:
+        """Persist batches whose offsets the caller already assigned and wrote into their
+        bytes (a partition's memory tail): the first starts at end_offset and each follows
+        the one before. One write per segment touched, then one sync; the producer state
+        learns of them only here, so its snapshots never claim what is not on the store."""
+        assert not self._closed, "append to a closed log"
+        run: list[bytearray] = []
+        run_headers: list[BatchHeader] = []
+        run_bytes = 0
+        for batch, header in zip(batches, headers, strict=True):
+            expected = run_headers[-1].next_offset if run_headers else self.end_offset
+            if header.base_offset != expected or len(batch) != header.size:
+                raise CorruptBatch(f"batch at {header.base_offset} does not follow offset {expected}")
+            if self._should_roll(header, run_bytes):
+                if run:
+                    self._active.append_many(run, run_headers)
+                    run, run_headers, run_bytes = [], [], 0
+                self._roll()
+            if self._active_since_ms is None:
+                self._active_since_ms = self.now_ms()
+            run.append(batch)
+            run_headers.append(header)
+            run_bytes += header.size
+        if run:
+            self._active.append_many(run, run_headers)
+        for header in headers:
+            self.producer_state.update(header)
+        self.flush()
+
+    def _should_roll(self, header: BatchHeader, unwritten_bytes: int = 0) -> bool:
         active = self._active
-        if active.size_bytes == 0:
+        size = active.size_bytes + unwritten_bytes
+        if size == 0:
             return False  # never leave an empty segment behind; a huge batch gets its own
-        too_big = active.size_bytes + header.size > self.config.segment_bytes
+        too_big = size + header.size > self.config.segment_bytes
         too_old = self._active_since_ms is not None and self.now_ms() - self._active_since_ms > self.config.segment_ms
         return too_big or too_old or not active.fits_offsets(header)
 
@@ -211,6 +239,12 @@ class PartitionLog:
         """Make every appended batch durable (fsync the active segment and its indexes)."""
         self._active.flush()
 
+    def abandon(self) -> None:
+        """Let go of the files without writing anything more (after the store failed): the
+        next open recovers from whatever the store kept."""
+        self._closed = True
+        self._active.close()
+
     def close(self) -> None:
         """Flush, snapshot producer state and mark the shutdown clean, so the next open
         trusts the files after cheap checks instead of scanning the active segment."""
@@ -222,7 +256,7 @@ class PartitionLog:
         self._closed = True
 
 
-def _check_batch(batch: bytearray, header: BatchHeader) -> None:
+def check_batch(batch: bytearray, header: BatchHeader) -> None:
     """Validate a caller's batch before it reaches the disk (assert on both sides)."""
     if len(batch) != header.size or not _same_content(parse_header(batch), header):
         raise CorruptBatch("batch bytes do not match the header given with them")

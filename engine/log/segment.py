@@ -80,15 +80,19 @@ class Segment:
         self.time_index.open(self.store, self.time_index_path)
 
     def flush(self) -> None:
+        """Make the log durable and hand the new index entries over (indexes are fsynced
+        only when sealed: recovery rebuilds whatever they lack)."""
         if self._log is not None:
             self._log.sync()
-        self.offset_index.sync()
-        self.time_index.sync()
+        self.offset_index.write_out()
+        self.time_index.write_out()
 
     def seal(self) -> None:
         """Finish the time index, make everything durable and close the files."""
         self._index_max_timestamp()
         self.flush()
+        self.offset_index.sync()
+        self.time_index.sync()
         self.close()
 
     def close(self) -> None:
@@ -110,11 +114,17 @@ class Segment:
         return header.last_offset - self.base_offset <= RELATIVE_OFFSET_MAX
 
     def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader) -> None:
+        self.append_many([batch], [header])
+
+    def append_many(self, batches: list[bytes | bytearray], headers: list[BatchHeader]) -> None:
+        """Write consecutive batches with one write call (one round trip on HDFS)."""
         assert self._log is not None, "append to a segment that is not active"
-        assert header.base_offset == self.next_offset and len(batch) == header.size
+        assert headers[0].base_offset == self.next_offset
         position = self.size_bytes
-        self._log.write(batch)  # log first: an index entry must never point past the log
-        self.track(position, header)
+        self._log.write(batches[0] if len(batches) == 1 else b"".join(batches))  # log before index
+        for header in headers:
+            self.track(position, header)
+            position += header.size
 
     def track(self, position: int, header: BatchHeader) -> None:
         """Account for a batch at `position`: sizes, offsets, max timestamp, index entries.

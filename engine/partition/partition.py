@@ -1,35 +1,62 @@
-"""A physical partition: its log, its session S and the session history.
+"""A physical partition: memory tail, session S, checkpoint C, and the log on the store.
 
-Today writes go straight to the log (handed to the OS on append); the memory tail and
-checkpoint C of the Swift write path come in with the store work and keep this interface.
+Writes go to the memory tail and get their offsets there; the persister (persister.py)
+writes them to the log in group commits on a worker thread and moves C up. Readers see
+offsets below C only (the high watermark), from memory when it still holds them and from
+the store otherwise. S is new on every load, so a writer that saw an earlier load learns
+that what it sent above C may be gone.
+
+Threads: the event loop owns the tail, C and the waiters; the log is used under `lock`,
+from the loop (cheap calls) and from worker threads (persisting, store reads, retention).
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from collections.abc import Callable
 
-from ..log.batch import BatchHeader, set_leader_epoch
+from ..errors import OffsetOutOfRange, PartitionClosed, StaleSession
+from ..log.batch import BatchHeader, iter_batches, set_base_offset, set_leader_epoch
 from ..log.config import LogConfig
-from ..log.log import PartitionLog
+from ..log.log import PartitionLog, check_batch
+from ..log.producers import ProducerState
 from ..store.base import Store
 from .epochs import EpochHistory
+from .memory import MemoryPool
+from .tail import Tail
 
 
 class Partition:
-    def __init__(self, path: str, log: PartitionLog, history: EpochHistory) -> None:
+    def __init__(self, store: Store, path: str, log: PartitionLog, history: EpochHistory, pool: MemoryPool,
+                 sync_flush: bool = False) -> None:
+        self.store = store
         self.path = path
         self.log = log
         self.history = history
         self.session = history.latest
+        self.pool = pool
+        self.sync_flush = sync_flush  # flush mode "sync": acks=1 waits for C as well
+        self.lock = threading.Lock()
+        self.tail = Tail(log.end_offset)
+        self.producers = _copy(log.producer_state)  # the log's, plus the batches in memory
+        self.closed = False
+        self.persisting = False  # the persister's flag: a commit is scheduled or running
+        self.on_checkpoint: Callable[[Partition], None] = lambda partition: None
+        self._checkpoint_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     @classmethod
-    def open(cls, store: Store, path: str, config: LogConfig, now_ms: Callable[[], int]) -> Partition:
+    def open(cls, store: Store, path: str, config: LogConfig, now_ms: Callable[[], int], pool: MemoryPool,
+             sync_flush: bool = False) -> Partition:
         store.mkdir(path)
         log = PartitionLog.open(store, path, config, now_ms)
         history = EpochHistory.load(store, f"{path}/epochs")
         history.begin(log.end_offset)
         history.save(store, f"{path}/epochs")
-        return cls(path, log, history)
+        return cls(store, path, log, history, pool, sync_flush)
+
+    # -- state -----------------------------------------------------------------------------
 
     @property
     def start_offset(self) -> int:
@@ -37,21 +64,142 @@ class Partition:
 
     @property
     def end_offset(self) -> int:
-        return self.log.end_offset
+        """Next offset to assign (Kafka's log end offset)."""
+        return self.tail.end
+
+    @property
+    def checkpoint(self) -> int:
+        """C: every offset below it is persisted."""
+        return self.tail.checkpoint
 
     @property
     def high_watermark(self) -> int:
-        return self.log.end_offset
+        return self.tail.checkpoint
 
-    def append(self, batch: bytearray, header: BatchHeader) -> int:
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(self, batch: bytearray, header: BatchHeader, version: int | None = None,
+               session: int | None = None, current_version: int = 0) -> int:
+        """Take a batch into memory at offset end_offset and return that offset. A writer
+        that names a (version, session) refers to what it last saw; a stale one is refused
+        with the current (V, S, C)."""
+        if self.closed:
+            raise PartitionClosed(f"{self.path} is closed")
+        if (session is not None and session != self.session) or (version is not None and version != current_version):
+            raise StaleSession(current_version, self.session, self.checkpoint)
+        check_batch(batch, header)
+        self.producers.check(header)
+        header = header._replace(base_offset=self.tail.end, leader_epoch=self.session)
+        set_base_offset(batch, header.base_offset)
         set_leader_epoch(batch, self.session)
-        return self.log.append(batch, header)
+        self.producers.update(header)
+        self.tail.append(batch, header)
+        self.pool.added(header.size)
+        return header.base_offset
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        return self.log.read(offset, max_bytes)
+    async def wait_persisted(self, offset: int) -> None:
+        """Return once C > offset."""
+        if self.checkpoint > offset:
+            return
+        if self.closed:
+            raise PartitionClosed(f"{self.path} is closed")
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._checkpoint_waiters.append((offset, future))
+        await future
+
+    # -- the persister's side --------------------------------------------------------------
+
+    def write_unpersisted(self, batches: list[bytearray], headers: list[BatchHeader]) -> int:
+        """Worker thread: persist these batches (the next ones above C); returns the log end."""
+        with self.lock:
+            self.log.append_stored(batches, headers)
+            return self.log.end_offset
+
+    def reload_log(self, now_ms: Callable[[], int]) -> int:
+        """Worker thread, after a failed write: drop the log object and open it again, which
+        cuts what the failure left half written; returns the log end (what is persisted)."""
+        with self.lock:
+            try:
+                self.log.abandon()
+            except Exception:  # noqa: BLE001 - the store already failed; reopening decides
+                pass
+            self.log = PartitionLog.open(self.store, self.path, self.log.config, now_ms)
+            return self.log.end_offset
+
+    def persisted(self, offset: int) -> None:
+        """Event loop: the log now ends at `offset`; move C and wake whoever waits for it."""
+        moved = self.tail.mark_persisted(offset)
+        self.pool.persisted(self.tail, moved, time.monotonic())
+        still = []
+        for wanted, future in self._checkpoint_waiters:
+            if wanted < offset:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                still.append((wanted, future))
+        self._checkpoint_waiters = still
+        self.on_checkpoint(self)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read_memory(self, offset: int, max_bytes: int) -> bytes | None:
+        """Whole batches below C from `offset` if memory holds them; None if the store must
+        be read (read_stored). Raises OffsetOutOfRange outside [start, end]."""
+        if not self.start_offset <= offset <= self.end_offset:
+            raise OffsetOutOfRange(f"offset {offset} outside [{self.start_offset}, {self.end_offset}]")
+        data = self.tail.read(offset, max_bytes, self.checkpoint)
+        if data is not None:
+            self.pool.read(self.tail, time.monotonic())
+        return data
+
+    def read_stored(self, offset: int, max_bytes: int, limit: int) -> bytes:
+        """Worker thread: whole batches from the store, none reaching past `limit` (C when
+        the read was asked for; a commit may have written more since)."""
+        with self.lock:
+            data = self.log.read(offset, max_bytes)
+            if self.log.end_offset <= limit:
+                return data
+        end = 0
+        for position, header in iter_batches(data):
+            if header.next_offset > limit:
+                break
+            end = position + header.size
+        return data[:end]
+
+    def batch_at_time(self, timestamp_ms: int) -> bytes | None:
+        """The first persisted batch whose max_timestamp >= timestamp_ms."""
+        with self.lock:
+            return self.log.batch_at_time(timestamp_ms)
+
+    def max_timestamp_batch(self) -> tuple[int, bytes | None]:
+        """The largest persisted timestamp and the first batch that carries it."""
+        with self.lock:
+            if self.log.max_timestamp_offset < 0:
+                return -1, None
+            return self.log.max_timestamp, self.log.batch_at(self.log.max_timestamp_offset)
+
+    def delete_records(self, before_offset: int) -> int:
+        """Make offsets below before_offset (at most C) unreadable; returns the new start."""
+        if before_offset > self.checkpoint:
+            raise OffsetOutOfRange(f"cannot delete up to {before_offset}, the high watermark is {self.checkpoint}")
+        with self.lock:
+            return self.log.delete_records(before_offset)
 
     def end_offset_for(self, session: int) -> tuple[int, int]:
-        return self.history.end_offset_for(session, self.log.end_offset)
+        return self.history.end_offset_for(session, self.end_offset)
 
     def close(self) -> None:
-        self.log.close()
+        """Close the log (what is not persisted yet is dropped: the persister drains first
+        on a graceful stop) and fail whoever waits for C."""
+        self.closed = True
+        with self.lock:
+            self.log.close()
+        self.pool.forget(self.tail, self.tail.unpersisted_bytes)
+        for _, future in self._checkpoint_waiters:
+            if not future.done():
+                future.set_exception(PartitionClosed(f"{self.path} closed before the write was persisted"))
+        self._checkpoint_waiters.clear()
+
+
+def _copy(state: ProducerState) -> ProducerState:
+    return ProducerState.from_bytes(state.to_bytes(0))[1]

@@ -21,6 +21,14 @@ What each call gives, and why:
   file or an empty directory at the destination.
 - Directory changes are NameNode edits, logged before the call returns.
 - There is no `lock`: HDFS leases fence writers per file, not per process.
+- After a writer failed (a DataNode or the NameNode went away) or its process was killed,
+  the NameNode still holds that writer's lease on the file: append refuses it, and readers
+  do not see its unfinished last block. `open_append`, and `read` past what a reader sees
+  when the NameNode knows a longer length, then ask for lease recovery, which closes the
+  file at the length the DataNodes agree on (a few seconds on a test cluster).
+- While the NameNode is unreachable, hdfs-native retries each call for about three minutes
+  before it fails; the engine calls the store from worker threads, so a call simply waits
+  for the NameNode to come back.
 
 hdfs-native raises FileNotFoundError/FileExistsError for those cases and RuntimeError for
 other NameNode errors; the latter are re-raised as OSError so callers see one family.
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import posixpath
+import time
 import weakref
 from collections.abc import Callable
 from typing import TypeVar, cast
@@ -39,6 +48,8 @@ from hdfs_native import Client, FileWriter, WriteOptions
 from .base import check_path
 
 COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
+LEASE_RECOVERY_S = 120.0  # longest open_append waits for the NameNode to recover a lease
+LEASE_POLL_S = 0.5
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -143,6 +154,9 @@ class HdfsStore:
             if writer is not None and not writer.closed:
                 writer.release()
                 reader = self._client.read(hdfs_path)
+            elif self._client.get_file_info(hdfs_path).length > reader.size:
+                self._recover_lease(hdfs_path)  # another (dead) writer's unfinished block
+                reader = self._client.read(hdfs_path)
         count = min(length, reader.size - offset)  # reading past the end panics in hdfs-native
         return reader.read_range(offset, count) if count > 0 else b""
 
@@ -157,10 +171,29 @@ class HdfsStore:
         else:
             if status.isdir:
                 raise IsADirectoryError(path)
-            writer, size = self._client.append(hdfs_path), int(status.length)
+            writer = self._append(hdfs_path)
+            size = int(self._client.get_file_info(hdfs_path).length)
         file = HdfsAppendFile(self._client, hdfs_path, writer, size)
         self._writers[hdfs_path] = file
         return file
+
+    def _append(self, hdfs_path: str) -> FileWriter:
+        try:
+            return self._client.append(hdfs_path)
+        except FileExistsError as error:
+            if "lease" not in str(error):
+                raise
+        self._recover_lease(hdfs_path)
+        return self._client.append(hdfs_path)
+
+    def _recover_lease(self, hdfs_path: str) -> None:
+        """Have the NameNode close a file some writer left open (this client's broken writer,
+        or a killed process's), at the length the DataNodes agree on."""
+        deadline = time.monotonic() + LEASE_RECOVERY_S
+        while not self._client.recover_lease(hdfs_path):
+            if time.monotonic() > deadline:
+                raise OSError(f"HDFS: lease recovery of {hdfs_path} did not finish in {LEASE_RECOVERY_S:.0f} s")
+            time.sleep(LEASE_POLL_S)  # the NameNode finishes recovery in the background
 
     @_os_errors
     def truncate(self, path: str, size: int) -> None:

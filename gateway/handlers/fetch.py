@@ -1,5 +1,8 @@
 """Fetch (key 1): sessionless fetches with long polling.
 
+Consumers see offsets below the high watermark, which is the checkpoint C: only what is
+persisted, so nothing a consumer saw can be taken back by a crash (ARCHITECTURE.md).
+
 The answer is sent as soon as min_bytes are available or an error occurred, else when
 max_wait_ms runs out (capped by the gateway's fetch_wait_ms_max). max_bytes bounds the
 whole answer and partition_max_bytes each partition, except that the first batch found
@@ -36,7 +39,7 @@ async def fetch(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
     wait_ms = min(max(millis(request.max_wait), 0), ctx.settings.fetch_wait_ms_max)
     deadline = time.monotonic() + wait_ms / 1000
     while True:
-        answers, size, failed = _collect(ctx, wanted, request.max_bytes)
+        answers, size, failed = await _collect(ctx, wanted, request.max_bytes)
         remaining_ms = int((deadline - time.monotonic()) * 1000)
         if size >= request.min_bytes or failed or remaining_ms <= 0 or not wanted:
             break
@@ -45,19 +48,19 @@ async def fetch(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": _group(answers)}
 
 
-def _collect(ctx: Any, wanted: list[Wanted], max_bytes: int) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
+async def _collect(ctx: Any, wanted: list[Wanted], max_bytes: int) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
     answers = []
     size = 0
     failed = False
     for item in wanted:
-        answer = _read(ctx, item, max(max_bytes - size, 0), first=size == 0)
+        answer = await _read(ctx, item, max(max_bytes - size, 0), first=size == 0)
         size += len(answer["records"] or b"")
         failed = failed or answer["error_code"] != ErrorCode.none
         answers.append((item.topic, answer))
     return answers, size, failed
 
 
-def _read(ctx: Any, item: Wanted, budget_bytes: int, first: bool) -> dict[str, Any]:
+async def _read(ctx: Any, item: Wanted, budget_bytes: int, first: bool) -> dict[str, Any]:
     try:
         partition = ctx.engine.partition(item.topic, item.partition)
     except EngineError as error:
@@ -69,7 +72,7 @@ def _read(ctx: Any, item: Wanted, budget_bytes: int, first: bool) -> dict[str, A
     limit = min(item.max_bytes, budget_bytes)
     if limit > 0 or first:
         try:
-            records = partition.read(item.offset, max(limit, 1))
+            records = await ctx.engine.read(item.topic, item.partition, item.offset, max(limit, 1))
         except EngineError as error:
             return _answer(item, error_code(error), partition)
         if len(records) > limit and not first:

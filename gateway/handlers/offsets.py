@@ -49,7 +49,7 @@ def _offset_for(partition: Any, timestamp: int) -> tuple[int, int]:
         return _max_timestamp(partition)
     if timestamp < 0:
         return -1, -1
-    batch = partition.log.batch_at_time(timestamp)
+    batch = partition.batch_at_time(timestamp)
     if batch is None:
         return -1, -1
     for offset, record_time in record_times(batch):
@@ -60,14 +60,11 @@ def _offset_for(partition: Any, timestamp: int) -> tuple[int, int]:
 
 def _max_timestamp(partition: Any) -> tuple[int, int]:
     """Kafka (KIP-734) answers the first record that carries the largest timestamp."""
-    log = partition.log
-    if log.max_timestamp_offset < 0:
-        return -1, -1
-    batch = log.batch_at(log.max_timestamp_offset)
+    max_timestamp, batch = partition.max_timestamp_batch()
     if batch is None:
         return -1, -1
     for offset, record_time in record_times(batch):
-        if record_time == log.max_timestamp:
+        if record_time == max_timestamp:
             return record_time, offset
     return -1, -1
 
@@ -110,6 +107,6 @@ def _delete_one(ctx: Any, topic: str, wanted: Any) -> dict[str, Any]:
         before = partition.high_watermark if wanted.offset == -1 else wanted.offset
         if before < 0:
             return answer | {"error_code": ErrorCode.offset_out_of_range}
-        return answer | {"low_watermark": partition.log.delete_records(before)}
+        return answer | {"low_watermark": partition.delete_records(before)}
     except EngineError as error:
         return answer | {"error_code": error_code(error)}

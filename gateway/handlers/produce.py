@@ -1,12 +1,22 @@
-"""Produce (key 0): check each batch, append it, answer per partition.
+"""Produce (key 0): check each batch, take it into memory, answer per partition.
 
-acks=0 gets no answer; acks=1 and acks=all are answered after the append reached the
-log (handed to the OS; topics in `sync` flush mode are also fsynced first).
+- acks=0 gets no answer, acks=1 is answered once the batches are in memory, and acks=all
+  once the checkpoint C covers them (persisted to the store). Topics in `sync` flush mode
+  make acks=1 wait for C as well. A wait for C is bounded by the request's timeout_ms and
+  then answered REQUEST_TIMED_OUT, as Kafka answers when replication is slow; the
+  producer's retry is recognised as a duplicate if it is idempotent. (Waits end a little
+  before timeout_ms, see _answer_within.)
+- When unpersisted data fills the memory budget, the request waits for room before anything
+  is appended (the connection reads nothing more meanwhile), and the answer reports the
+  wait as throttle_time_ms. If no room appears within timeout_ms, nothing is appended and
+  every partition is answered REQUEST_TIMED_OUT, which producers retry.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -14,6 +24,7 @@ from kio.schema.errors import ErrorCode
 from ...engine.errors import DuplicateBatch, EngineError
 from ..mapping import error_code
 from ..protocol.record_batch import BatchRejected, check_batch, stamp_log_append_time
+from .common import millis
 from .registry import handles
 
 log = logging.getLogger(__name__)
@@ -22,13 +33,43 @@ ACKS_ALLOWED = (0, 1, -1)
 
 @handles(0, 3, 11)
 async def produce(ctx: Any, header: Any, request: Any) -> dict[str, Any] | None:
+    timeout_s = _answer_within(max(millis(request.timeout), 0) / 1000)
+    throttled_ms = 0
     if request.acks not in ACKS_ALLOWED:
         responses = _all_failed(request, ErrorCode.invalid_required_acks, f"acks={request.acks} is not 0, 1 or -1")
     else:
-        responses = [_topic(ctx, request, topic) for topic in request.topic_data]
+        started = time.monotonic()
+        room = await _room(ctx, request.acks, timeout_s)
+        throttled_ms = int((time.monotonic() - started) * 1000)
+        if not room:
+            responses = _all_failed(request, ErrorCode.request_timed_out, "the broker's memory is full; retry later")
+        else:
+            waits: list[asyncio.Task[None]] = []
+            responses = [_topic(ctx, request, topic, waits) for topic in request.topic_data]
+            if waits:
+                await asyncio.wait(waits, timeout=max(timeout_s - throttled_ms / 1000, 0.001))
+                for task in waits:
+                    task.cancel()
     if request.acks == 0:
         return None
-    return {"responses": responses, "throttle_time": 0}
+    return {"responses": responses, "throttle_time": throttled_ms}
+
+
+def _answer_within(timeout_s: float) -> float:
+    """Time out a little before the producer does (it sends request.timeout.ms as the
+    request's timeout), so a REQUEST_TIMED_OUT answer arrives while it still listens and
+    the batch it then resends was surely not appended."""
+    return max(timeout_s - min(1.0, timeout_s / 10), 0.001)
+
+
+async def _room(ctx: Any, acks: int, timeout_s: float) -> bool:
+    """Wait while the memory budget is full of unpersisted data: without limit for acks=0
+    (no answer to time out), else up to timeout_s."""
+    try:
+        await asyncio.wait_for(ctx.engine.wait_for_room(), None if acks == 0 else timeout_s)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _all_failed(request: Any, code: ErrorCode, message: str) -> list[dict[str, Any]]:
@@ -36,7 +77,7 @@ def _all_failed(request: Any, code: ErrorCode, message: str) -> list[dict[str, A
             for topic in request.topic_data]
 
 
-def _topic(ctx: Any, request: Any, topic_data: Any) -> dict[str, Any]:
+def _topic(ctx: Any, request: Any, topic_data: Any, waits: list[asyncio.Task[None]]) -> dict[str, Any]:
     topic = _find_topic(ctx, topic_data.name)
     answers = []
     for partition_data in topic_data.partition_data:
@@ -44,7 +85,7 @@ def _topic(ctx: Any, request: Any, topic_data: Any) -> dict[str, Any]:
             answers.append(_failure(partition_data.index, ErrorCode.unknown_topic_or_partition,
                                     f"topic {topic_data.name!r} does not exist"))
         else:
-            answers.append(_append(ctx, request, topic, partition_data))
+            answers.append(_append(ctx, request, topic, partition_data, waits))
     return {"name": topic_data.name, "partition_responses": answers}
 
 
@@ -58,7 +99,7 @@ def _find_topic(ctx: Any, name: str) -> Any:
     return topic
 
 
-def _append(ctx: Any, request: Any, topic: Any, partition_data: Any) -> dict[str, Any]:
+def _append(ctx: Any, request: Any, topic: Any, partition_data: Any, waits: list[asyncio.Task[None]]) -> dict[str, Any]:
     index = partition_data.index
     try:
         batch, header = check_batch(partition_data.records, topic.config.max_batch_bytes)
@@ -68,16 +109,33 @@ def _append(ctx: Any, request: Any, topic: Any, partition_data: Any) -> dict[str
         if topic.config.timestamp_type == "append":
             append_time = ctx.engine.clock.now_ms()
             header = stamp_log_append_time(batch, append_time)
-        base_offset = ctx.engine.append(topic.name, index, batch, header)
+        partition = ctx.engine.partition(topic.name, index)
+        try:
+            base_offset = ctx.engine.append(topic.name, index, batch, header)
+        except DuplicateBatch as duplicate:
+            base_offset, append_time = duplicate.base_offset, -1
     except BatchRejected as rejected:
         return _failure(index, rejected.code, str(rejected))
-    except DuplicateBatch as duplicate:
-        base_offset, append_time = duplicate.base_offset, -1
     except EngineError as error:
         return _failure(index, error_code(error), str(error))
-    start = ctx.engine.partition(topic.name, index).start_offset
-    return {"index": index, "error_code": ErrorCode.none, "base_offset": base_offset,
-            "log_append_time": append_time, "log_start_offset": start}
+    answer = {"index": index, "error_code": ErrorCode.none, "base_offset": base_offset,
+              "log_append_time": append_time, "log_start_offset": partition.start_offset}
+    if request.acks == -1 or (request.acks == 1 and partition.sync_flush):
+        waits.append(asyncio.ensure_future(_persisted(partition, base_offset, answer)))
+    return answer
+
+
+async def _persisted(partition: Any, offset: int, answer: dict[str, Any]) -> None:
+    """Hold the answer until C covers `offset`; if that does not happen in time (the task
+    is cancelled), the answer says REQUEST_TIMED_OUT."""
+    kept = answer.copy()
+    answer.update(error_code=ErrorCode.request_timed_out, base_offset=-1, log_append_time=-1)
+    try:
+        await partition.wait_persisted(offset)
+    except EngineError as error:
+        answer.update(error_code=error_code(error))
+        return
+    answer.update(kept)
 
 
 def _failure(index: int, code: ErrorCode, message: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@ from log_batches import ManualClock, make_batch
 
 from martlet.engine.errors import CorruptBatch, InvalidConfig, OffsetOutOfRange
 from martlet.engine.log import LogConfig, PartitionLog
-from martlet.engine.log.batch import iter_batches, parse_header, set_leader_epoch
+from martlet.engine.log.batch import iter_batches, parse_header, set_base_offset, set_leader_epoch
 from martlet.engine.store import LocalStore, MemoryStore
 
 SMALL = LogConfig(segment_bytes=1000, index_interval_bytes=100)
@@ -239,11 +239,39 @@ def test_reopen_after_close_restores_offsets_and_timestamps(tmp_path):
     assert reopened.append(*make_batch()) == 50
 
 
-def test_sync_every_append_and_flush(tmp_path):
-    log = open_log(LocalStore(str(tmp_path)), config=LogConfig(sync_every_append=True))
-    fill(log, 3)
-    log.flush()
-    assert log.end_offset == 6
+def stored_batches(first_offset: int, count: int, records: int = 2):
+    """Batches with offsets already assigned, as a partition's memory tail hands them over."""
+    batches, headers = [], []
+    offset = first_offset
+    for _ in range(count):
+        batch, header = make_batch(record_count=records)
+        set_base_offset(batch, offset)
+        batches.append(batch)
+        headers.append(parse_header(batch))
+        offset += records
+    return batches, headers
+
+
+def test_append_stored_writes_a_group_across_segments_and_survives_reopening(tmp_path):
+    store = LocalStore(str(tmp_path))
+    log = open_log(store)
+    batches, headers = stored_batches(0, 30)  # 30 x 81 bytes: three segments of 1000 bytes
+    log.append_stored(batches, headers)
+    assert log.end_offset == 60 and log.segment_count == 3
+    assert offsets_in(log.read(0, 10**6)) == list(range(0, 60, 2))
+    log.abandon()  # no clean shutdown: the reopened log recovers from the files alone
+    reopened = open_log(store)
+    assert reopened.end_offset == 60
+    assert reopened.read(0, 10**6) == b"".join(batches)
+
+
+def test_append_stored_refuses_a_gap_and_keeps_the_log_unchanged():
+    log = open_log()
+    fill(log, 2)
+    batches, headers = stored_batches(6, 2)
+    with pytest.raises(CorruptBatch, match="does not follow offset 4"):
+        log.append_stored(batches, headers)
+    assert log.end_offset == 4
 
 
 def test_a_leader_epoch_patched_after_parsing_is_accepted_and_kept():

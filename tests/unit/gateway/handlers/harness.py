@@ -2,7 +2,8 @@
 
 `call` encodes a request with kio, runs it through `Dispatcher.handle` (decode, handler,
 `build_response`, encode) and decodes the answer with kio, so every test also checks that
-the handler's mapping fits the version asked for.
+the handler's mapping fits the version asked for. Each call ends once everything produced is
+persisted, so what a call wrote is visible to the next.
 """
 
 from __future__ import annotations
@@ -32,13 +33,19 @@ CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, API_VERSIONS = 37, 44, 18
 class Broker:
     def __init__(self, **settings: Any) -> None:
         self.engine = Engine(MemoryStore(), EngineSettings(topic_partitions_max=64), ManualClock(NOW_MS))
+        self.loop = asyncio.new_event_loop()
         self.engine.open()
+        self.loop.run_until_complete(self._start())
         self.ctx = Context(self.engine, GatewaySettings(**settings), "unit-cluster")
         self.dispatcher = Dispatcher(self.ctx, load_all())
         self._correlation_id = 0
 
+    async def _start(self) -> None:
+        self.engine.pool.bind(asyncio.get_running_loop())
+
     def close(self) -> None:
-        asyncio.run(self.engine.close())
+        self.loop.run_until_complete(self.engine.close())
+        self.loop.close()
 
     def request(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
         """A kio request entity of (api_key, version), zero-filled where `body` is silent."""
@@ -58,7 +65,9 @@ class Broker:
 
     def run(self, frame: bytes) -> bytes | None:
         """Dispatch one request frame (no size prefix); the response frame or None."""
-        return asyncio.run(self.dispatcher.handle(frame))
+        answer = self.loop.run_until_complete(self.dispatcher.handle(frame))
+        self.loop.run_until_complete(self.engine.flush())
+        return answer
 
     # -- shortcuts
 

@@ -155,7 +155,7 @@ def test_long_poll_ends_when_data_arrives(broker: Broker) -> None:
         answer = await asyncio.wait_for(polling, 5.0)
         return answer, time.monotonic() - started
 
-    answer, elapsed = asyncio.run(scenario())
+    answer, elapsed = broker.loop.run_until_complete(scenario())
     assert answer is not None and elapsed < 5.0
     _, body = decode_response(answer[4:], FETCH, 12)
     assert base_offsets(body.responses[0].partitions[0].records) == [0]
