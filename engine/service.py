@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .catalog.catalog import Catalog, topic_dir
@@ -23,6 +22,7 @@ from .log.config import LogConfig
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
 from .partition.persister import Persister
+from .partition.workers import Workers
 from .producer_ids import ProducerIds
 from .settings import EngineSettings
 from .store.base import Store
@@ -45,7 +45,7 @@ class Engine:
         self.pool.attach_blocks(self.logs_store)
         self.persister = Persister(settings.commit_bytes, settings.commit_ms, settings.persist_threads,
                                    self.clock.now_ms)
-        self._readers = ThreadPoolExecutor(settings.read_threads, thread_name_prefix="martlet-read")
+        self._readers = Workers(settings.read_threads, "martlet-read")
         self._partitions: dict[PartitionKey, Partition] = {}
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
         self._retention_task: asyncio.Task[None] | None = None
@@ -80,7 +80,7 @@ class Engine:
             partition.close()
         self._partitions.clear()
         self.persister.close()
-        self._readers.shutdown(wait=True)
+        self._readers.shutdown()
 
     async def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until everything taken in is persisted; True unless the timeout ran out."""
@@ -213,13 +213,7 @@ class Engine:
 
     def apply_retention(self) -> int:
         """Worker thread or tests: delete the segments retention condemns."""
-        deleted = 0
-        for partition in list(self._partitions.values()):
-            if partition.closed:
-                continue
-            with partition.lock:
-                deleted += partition.log.apply_retention()
-        return deleted
+        return sum(partition.apply_retention() for partition in list(self._partitions.values()))
 
     async def _retention_loop(self) -> None:
         while True:

@@ -97,6 +97,12 @@ class SparseIndex:
             self._file.close()
             self._file = None
 
+    def abandon(self) -> None:
+        if self._file is not None:
+            self._file.abandon()
+            self._file = None
+        self._unwritten.clear()
+
 
 class OffsetIndex(SparseIndex):
     """(offset relative to the segment's base u32, file position u32) of some batches."""

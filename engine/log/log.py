@@ -240,10 +240,10 @@ class PartitionLog:
         self._active.flush()
 
     def abandon(self) -> None:
-        """Let go of the files without writing anything more (after the store failed): the
-        next open recovers from whatever the store kept."""
+        """Stop using the files without writing or closing anything (the store failed, or a
+        call hangs): the next open recovers from what the store kept."""
         self._closed = True
-        self._active.close()
+        self._active.abandon()
 
     def close(self) -> None:
         """Flush, snapshot producer state and mark the shutdown clean, so the next open

@@ -102,6 +102,14 @@ class Segment:
         self.offset_index.close()
         self.time_index.close()
 
+    def abandon(self) -> None:
+        """Let go of the open files without closing them (see AppendFile.abandon)."""
+        if self._log is not None:
+            self._log.abandon()
+            self._log = None
+        self.offset_index.abandon()
+        self.time_index.abandon()
+
     def delete(self) -> None:
         self.close()
         for path in (self.log_path, self.index_path, self.time_index_path):

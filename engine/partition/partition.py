@@ -13,6 +13,7 @@ from the loop (cheap calls) and from worker threads (persisting, store reads, re
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -27,18 +28,20 @@ from .epochs import EpochHistory
 from .memory import MemoryPool
 from .tail import Tail
 
+logger = logging.getLogger(__name__)
+CLOSE_WAIT_S = 10.0  # how long close waits for a store call in progress
+
 
 class Partition:
     def __init__(self, store: Store, path: str, log: PartitionLog, history: EpochHistory, pool: MemoryPool,
                  sync_flush: bool = False) -> None:
         self.store = store
         self.path = path
-        self.log = log
+        self._log_state = (log, threading.Lock())
         self.history = history
         self.session = history.latest
         self.pool = pool
         self.sync_flush = sync_flush  # flush mode "sync": acks=1 waits for C as well
-        self.lock = threading.Lock()
         self.tail = Tail(log.end_offset)
         self.producers = _copy(log.producer_state)  # the log's, plus the batches in memory
         self.closed = False
@@ -57,6 +60,15 @@ class Partition:
         return cls(store, path, log, history, pool, sync_flush)
 
     # -- state -----------------------------------------------------------------------------
+
+    @property
+    def log(self) -> PartitionLog:
+        return self._log_state[0]
+
+    @property
+    def lock(self) -> threading.Lock:
+        """Held around every use of the log (see the module header)."""
+        return self._log_state[1]
 
     @property
     def start_offset(self) -> int:
@@ -111,20 +123,21 @@ class Partition:
 
     def write_unpersisted(self, batches: list[bytearray], headers: list[BatchHeader]) -> int:
         """Worker thread: persist these batches (the next ones above C); returns the log end."""
-        with self.lock:
-            self.log.append_stored(batches, headers)
-            return self.log.end_offset
+        log, lock = self._log_state
+        with lock:
+            log.append_stored(batches, headers)
+            return log.end_offset
 
     def reload_log(self, now_ms: Callable[[], int]) -> int:
-        """Worker thread, after a failed write: drop the log object and open it again, which
-        cuts what the failure left half written; returns the log end (what is persisted)."""
-        with self.lock:
-            try:
-                self.log.abandon()
-            except Exception:  # noqa: BLE001 - the store already failed; reopening decides
-                pass
-            self.log = PartitionLog.open(self.store, self.path, self.log.config, now_ms)
-            return self.log.end_offset
+        """Worker thread, after a failed or stuck write: open the log again, which cuts what
+        the failure left half written, and use it from now on with a lock of its own (a
+        stuck write may hold the old one forever); returns the log end (what is persisted).
+        The old log is abandoned, not closed: closing could hang as its write did, and on
+        HDFS would cut the file to what the broken writer saw."""
+        self.log.abandon()  # no lock: a stuck write may hold it; this only drops references
+        log = PartitionLog.open(self.store, self.path, self.log.config, now_ms)
+        self._log_state = (log, threading.Lock())
+        return log.end_offset
 
     def persisted(self, offset: int) -> None:
         """Event loop: the log now ends at `offset`; move C and wake whoever waits for it."""
@@ -155,9 +168,10 @@ class Partition:
     def read_stored(self, offset: int, max_bytes: int, limit: int) -> bytes:
         """Worker thread: whole batches from the store, none reaching past `limit` (C when
         the read was asked for; a commit may have written more since)."""
-        with self.lock:
-            data = self.log.read(offset, max_bytes)
-            if self.log.end_offset <= limit:
+        log, lock = self._log_state
+        with lock:
+            data = log.read(offset, max_bytes)
+            if log.end_offset <= limit:
                 return data
         end = 0
         for position, header in iter_batches(data):
@@ -168,22 +182,31 @@ class Partition:
 
     def batch_at_time(self, timestamp_ms: int) -> bytes | None:
         """The first persisted batch whose max_timestamp >= timestamp_ms."""
-        with self.lock:
-            return self.log.batch_at_time(timestamp_ms)
+        log, lock = self._log_state
+        with lock:
+            return log.batch_at_time(timestamp_ms)
 
     def max_timestamp_batch(self) -> tuple[int, bytes | None]:
         """The largest persisted timestamp and the first batch that carries it."""
-        with self.lock:
-            if self.log.max_timestamp_offset < 0:
+        log, lock = self._log_state
+        with lock:
+            if log.max_timestamp_offset < 0:
                 return -1, None
-            return self.log.max_timestamp, self.log.batch_at(self.log.max_timestamp_offset)
+            return log.max_timestamp, log.batch_at(log.max_timestamp_offset)
 
     def delete_records(self, before_offset: int) -> int:
         """Make offsets below before_offset (at most C) unreadable; returns the new start."""
         if before_offset > self.checkpoint:
             raise OffsetOutOfRange(f"cannot delete up to {before_offset}, the high watermark is {self.checkpoint}")
-        with self.lock:
-            return self.log.delete_records(before_offset)
+        log, lock = self._log_state
+        with lock:
+            return log.delete_records(before_offset)
+
+    def apply_retention(self) -> int:
+        """Worker thread: delete the segments retention condemns; returns how many."""
+        log, lock = self._log_state
+        with lock:
+            return 0 if self.closed else log.apply_retention()
 
     def end_offset_for(self, session: int) -> tuple[int, int]:
         return self.history.end_offset_for(session, self.end_offset)
@@ -192,8 +215,14 @@ class Partition:
         """Close the log (what is not persisted yet is dropped: the persister drains first
         on a graceful stop) and fail whoever waits for C."""
         self.closed = True
-        with self.lock:
-            self.log.close()
+        log, lock = self._log_state
+        if lock.acquire(timeout=CLOSE_WAIT_S):
+            try:
+                log.close()
+            finally:
+                lock.release()
+        else:
+            logger.warning("%s: a store call never returned; closing without a clean shutdown", self.path)
         self.pool.forget(self.tail, self.tail.unpersisted_bytes)
         for _, future in self._checkpoint_waiters:
             if not future.done():

@@ -24,6 +24,11 @@ class AppendFile(Protocol):
 
     def close(self) -> None: ...
 
+    def abandon(self) -> None:
+        """Stop using the file without closing it, because a write failed or hangs: closing
+        a broken HDFS writer would complete the file at the length that writer saw. The
+        next open_append or read recovers the file as the store kept it."""
+
 
 class Store(Protocol):
     def mkdir(self, path: str) -> None:

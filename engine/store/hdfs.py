@@ -43,13 +43,14 @@ import weakref
 from collections.abc import Callable
 from typing import TypeVar, cast
 
-from hdfs_native import Client, FileWriter, WriteOptions
+from hdfs_native import Client, FileReader, FileWriter, WriteOptions
 
 from .base import check_path
 
 COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
 LEASE_RECOVERY_S = 120.0  # longest open_append waits for the NameNode to recover a lease
 LEASE_POLL_S = 0.5
+_ABANDONED: list[FileWriter] = []  # broken writers, kept so that nothing closes or drops them
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -88,11 +89,24 @@ class HdfsAppendFile:
     @_os_errors
     def write(self, data: bytes | memoryview) -> None:
         assert not self._closed, "write after close"
-        if self._writer is None:
-            self._writer = self._client.append(self._path)
-        self._writer.write(data)
-        self._writer.hsync()  # hand the bytes over now; also makes them durable
+        try:
+            if self._writer is None:
+                self._writer = self._client.append(self._path)
+            self._writer.write(data)
+            self._writer.hsync()  # hand the bytes over now; also makes them durable
+        except BaseException:
+            self.abandon()
+            raise
         self._size += len(data)
+
+    def abandon(self) -> None:
+        """Never close a writer whose pipeline failed: hdfs-native would complete the file
+        at the length that writer knows, which can be 0. The writer object is kept alive
+        (so it is not dropped either) and the file is left to lease recovery."""
+        self._closed = True
+        if self._writer is not None:
+            _ABANDONED.append(self._writer)
+            self._writer = None
 
     def sync(self) -> None:
         assert not self._closed, "sync after close"
@@ -143,20 +157,32 @@ class HdfsStore:
 
     @_os_errors
     def size(self, path: str) -> int:
-        return int(self._client.get_file_info(self._hdfs_path(path)).length)
+        hdfs_path = self._hdfs_path(path)
+        own = self._writers.get(hdfs_path)
+        if own is not None and not own.closed:
+            return own.size
+        self._whole_reader(hdfs_path)  # a dead writer's file is recovered first: its length may change
+        return int(self._client.get_file_info(hdfs_path).length)
+
+    def _whole_reader(self, hdfs_path: str) -> FileReader:
+        """A reader that sees every byte the NameNode counts: this store's own writer is
+        released, and a file another (dead) writer left open is recovered first."""
+        reader = self._client.read(hdfs_path)
+        if reader.size >= self._client.get_file_info(hdfs_path).length:
+            return reader
+        own = self._writers.get(hdfs_path)
+        if own is not None and not own.closed:
+            own.release()
+        else:
+            self._recover_lease(hdfs_path)
+        return self._client.read(hdfs_path)
 
     @_os_errors
     def read(self, path: str, offset: int, length: int) -> bytes:
         hdfs_path = self._hdfs_path(path)
         reader = self._client.read(hdfs_path)
         if offset + length > reader.size:
-            writer = self._writers.get(hdfs_path)
-            if writer is not None and not writer.closed:
-                writer.release()
-                reader = self._client.read(hdfs_path)
-            elif self._client.get_file_info(hdfs_path).length > reader.size:
-                self._recover_lease(hdfs_path)  # another (dead) writer's unfinished block
-                reader = self._client.read(hdfs_path)
+            reader = self._whole_reader(hdfs_path)
         count = min(length, reader.size - offset)  # reading past the end panics in hdfs-native
         return reader.read_range(offset, count) if count > 0 else b""
 
@@ -198,7 +224,7 @@ class HdfsStore:
     @_os_errors
     def truncate(self, path: str, size: int) -> None:
         hdfs_path = self._hdfs_path(path)
-        reader = self._client.read(hdfs_path)
+        reader = self._whole_reader(hdfs_path)  # never copy a file whose tail a reader cannot see
         parent, name = posixpath.split(hdfs_path)
         tmp_path = posixpath.join(parent, f".{name}.truncating")
         writer = self._client.create(tmp_path, WriteOptions(overwrite=True))

@@ -55,6 +55,9 @@ class LocalAppendFile:
     def close(self) -> None:
         self._closed = True
 
+    def abandon(self) -> None:
+        self._closed = True
+
 
 class FileLock:
     """An exclusive flock held on an open file; released by `release` or process exit."""

@@ -26,6 +26,9 @@ class MemoryAppendFile:
     def close(self) -> None:
         self._closed = True
 
+    def abandon(self) -> None:
+        self._closed = True
+
 
 class MemoryStore:
     def __init__(self) -> None:

@@ -259,7 +259,7 @@ def test_append_stored_writes_a_group_across_segments_and_survives_reopening(tmp
     log.append_stored(batches, headers)
     assert log.end_offset == 60 and log.segment_count == 3
     assert offsets_in(log.read(0, 10**6)) == list(range(0, 60, 2))
-    log.abandon()  # no clean shutdown: the reopened log recovers from the files alone
+    # never closed, as after a crash: the reopened log recovers from the files alone
     reopened = open_log(store)
     assert reopened.end_offset == 60
     assert reopened.read(0, 10**6) == b"".join(batches)

@@ -1,6 +1,7 @@
 """Partition + persister + pool on a store that can fail, driven on a real event loop."""
 
 import asyncio
+import threading
 
 import pytest
 
@@ -25,6 +26,7 @@ class FlakyStore(MemoryStore):
         self.down = False
         self.half_writes = False
         self.writes = 0
+        self.hang: threading.Event | None = None  # set: the next write blocks until it is set
 
     def open_append(self, path: str) -> MemoryAppendFile:
         if self.down:
@@ -34,6 +36,10 @@ class FlakyStore(MemoryStore):
 
         class Flaky(MemoryAppendFile):
             def write(self, data: bytes | memoryview) -> None:
+                if store.hang is not None:
+                    released, store.hang = store.hang, None
+                    released.wait(WAIT_S)
+                    raise OSError("fenced: the file was recovered while this write hung")
                 if store.down:
                     if store.half_writes:
                         file.write(bytes(data)[: len(data) // 2])
@@ -73,9 +79,10 @@ def stored_offsets(store, path="t-0") -> list[int]:
     return [header.base_offset for _, header in iter_batches(data)]
 
 
-def run(scenario):
+def run(scenario, commit_timeout_s=WAIT_S):
     async def wrapper():
-        persister = Persister(commit_bytes=1 << 20, commit_ms=1, threads=2, now_ms=ManualClock(), retry_ms_max=50)
+        persister = Persister(commit_bytes=1 << 20, commit_ms=1, threads=2, now_ms=ManualClock(), retry_ms_max=50,
+                              commit_timeout_s=commit_timeout_s)
         try:
             await asyncio.wait_for(scenario(persister), WAIT_S)
         finally:
@@ -177,3 +184,20 @@ def test_persisted_data_is_reclaimed_least_recently_read_first():
         assert hot.read_memory(0, 10**6) is not None
 
     run(scenario)
+
+
+def test_a_commit_that_never_returns_is_abandoned_and_the_data_persisted_anyway():
+    store = FlakyStore()
+    released = threading.Event()
+
+    async def scenario(persister):
+        partition = open_partition(store, MemoryPool(1 << 20))
+        await partition.wait_persisted(append(partition, persister, 1)[-1])
+        store.hang = released
+        offsets = append(partition, persister, 3)
+        await partition.wait_persisted(offsets[-1])  # done by a fresh worker on a reopened log
+        assert partition.checkpoint == 8
+        released.set()  # the stuck write now fails, and its outcome is ignored
+
+    run(scenario, commit_timeout_s=0.2)
+    assert stored_offsets(store) == [0, 2, 4, 6]
