@@ -19,7 +19,7 @@ class EngineSettings:
     offsets_retention_ms: int = 604_800_000     # Kafka offsets.retention.minutes = 7 days
     memory_bytes: int = 256 << 20               # the pool: memory tails and the block cache
     commit_bytes: int = 1 << 20                 # the most one group commit writes
-    commit_ms: int = 2                          # the longest a write waits before its commit starts
+    commit_ms: int = 0                          # how long a commit waits to gather more writes (0: next loop turn)
     persist_threads: int = 4                    # group commits running at once (store round trips)
     read_threads: int = 2                       # reads from the store running at once
     drain_ms: int = 30_000                      # a graceful stop waits this long for persisting

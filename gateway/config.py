@@ -17,7 +17,7 @@ Config file (every key optional):
     retention_check_ms = 300000
     memory_bytes = 268435456  # memory tails + block cache, shared by all partitions
     commit_bytes = 1048576    # group commits: at most this much per write ...
-    commit_ms = 2             # ... starting at most this long after a write arrives
+    commit_ms = 0             # ... after waiting this long to gather more (0: at once)
 
     [groups]                  # consumer groups, see engine/groups/classic.py GroupLimits
     initial_rebalance_delay_ms = 3000

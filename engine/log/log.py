@@ -90,11 +90,12 @@ class PartitionLog:
             self._active_since_ms = self.now_ms()
         return header.base_offset
 
-    def append_stored(self, batches: list[bytearray], headers: list[BatchHeader]) -> None:
+    def append_stored(self, batches: list[bytearray], headers: list[BatchHeader], sync: bool = True) -> None:
         """Persist batches whose offsets the caller already assigned and wrote into their
         bytes (a partition's memory tail): the first starts at end_offset and each follows
-        the one before. One write per segment touched, then one sync; the producer state
-        learns of them only here, so its snapshots never claim what is not on the store."""
+        the one before. One write per segment touched, then one sync unless `sync` is
+        false (the bytes are then only handed to the store); the producer state learns of
+        them only here, so its snapshots never claim what is not on the store."""
         assert not self._closed, "append to a closed log"
         run: list[bytearray] = []
         run_headers: list[BatchHeader] = []
@@ -117,7 +118,10 @@ class PartitionLog:
             self._active.append_many(run, run_headers)
         for header in headers:
             self.producer_state.update(header)
-        self.flush()
+        if sync:
+            self.flush()
+        else:
+            self._active.write_out()
 
     def _should_roll(self, header: BatchHeader, unwritten_bytes: int = 0) -> bool:
         active = self._active

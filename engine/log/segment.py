@@ -84,6 +84,10 @@ class Segment:
         only when sealed: recovery rebuilds whatever they lack)."""
         if self._log is not None:
             self._log.sync()
+        self.write_out()
+
+    def write_out(self) -> None:
+        """Hand the index entries added since the last call to the store."""
         self.offset_index.write_out()
         self.time_index.write_out()
 

@@ -122,10 +122,12 @@ class Partition:
     # -- the persister's side --------------------------------------------------------------
 
     def write_unpersisted(self, batches: list[bytearray], headers: list[BatchHeader]) -> int:
-        """Worker thread: persist these batches (the next ones above C); returns the log end."""
+        """Worker thread: persist these batches (the next ones above C); returns the log end.
+        Persisted means written to the store; only flush mode "sync" also syncs each commit
+        (on HDFS every write is synced anyway; see ARCHITECTURE.md, "Durability")."""
         log, lock = self._log_state
         with lock:
-            log.append_stored(batches, headers)
+            log.append_stored(batches, headers, sync=self.sync_flush)
             return log.end_offset
 
     def reload_log(self, now_ms: Callable[[], int]) -> int:

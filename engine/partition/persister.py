@@ -1,10 +1,13 @@
 """The persister: writes partitions' memory tails to the store in group commits.
 
-A partition that takes a write is scheduled once: its commit starts after `commit_ms`, or at
-once when `commit_bytes` are waiting or the topic flushes synchronously. A commit takes up to
-commit_bytes of the oldest unpersisted batches, writes them on a worker thread with one
-write and one sync per segment, and moves C. Whatever arrived meanwhile is committed right
-after, so a slow store gets bigger commits, not more of them.
+A partition that takes a write becomes due; due partitions are committed together
+`commit_ms` after the first of them (at once when one has `commit_bytes` waiting or its topic
+flushes synchronously). Each commit takes up to commit_bytes of a partition's oldest
+unpersisted batches and writes them with one write (and one sync, see Partition) per segment.
+The due partitions are split over the worker threads in one job per thread, so ten
+thousand partitions cost a few thread hand-offs, not ten thousand. C moves when a job
+returns; whatever arrived meanwhile is committed right after, so a slow store gets bigger
+commits, not more of them.
 
 A failed commit (the store is down) keeps the data in memory. After a back-off that grows
 to retry_ms_max the partition's log is reopened, which cuts anything half written, C moves
@@ -37,11 +40,15 @@ class Persister:
                  retry_ms_max: int = 1000, commit_timeout_s: float = COMMIT_TIMEOUT_S) -> None:
         self.commit_bytes = commit_bytes
         self.commit_ms = commit_ms
+        self.threads = threads
         self.retry_ms_max = retry_ms_max
         self.commit_timeout_s = commit_timeout_s
         self.now_ms = now_ms
         self.workers = Workers(threads, "martlet-persist")
-        self._jobs: dict[Partition, object] = {}  # partition -> token of its job on a worker
+        self._due: dict[Partition, None] = {}  # an ordered set
+        self._timer: asyncio.TimerHandle | asyncio.Handle | None = None
+        self._timer_urgent = False
+        self._jobs: dict[object, list[Partition]] = {}  # token -> partitions in that job
         self._retry_ms: dict[Partition, int] = {}
 
     def schedule(self, partition: Partition) -> None:
@@ -49,57 +56,85 @@ class Persister:
         if partition.persisting:
             return
         partition.persisting = True
+        self._due[partition] = None
+        urgent = partition.sync_flush or self.commit_ms <= 0 or partition.tail.unpersisted_bytes >= self.commit_bytes
+        self._arm(urgent)
+
+    def _arm(self, urgent: bool) -> None:
         loop = asyncio.get_running_loop()
-        if partition.sync_flush or self.commit_ms <= 0 or partition.tail.unpersisted_bytes >= self.commit_bytes:
-            loop.call_soon(self._commit, partition)
+        if self._timer is not None and (self._timer_urgent or not urgent):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_urgent = urgent
+        self._timer = loop.call_soon(self._flush) if urgent else loop.call_later(self.commit_ms / 1000, self._flush)
+
+    # -- commits -----------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        self._timer = None
+        due, self._due = list(self._due), {}
+        items = []
+        for partition in due:
+            if partition.closed or partition.tail.unpersisted_bytes == 0:
+                self._finish(partition)
+            else:
+                items.append((partition, *partition.tail.unpersisted(self.commit_bytes)))
+        jobs = min(self.threads, len(items))
+        for number in range(jobs):
+            chunk = items[number::jobs]
+            self._start([p for p, _, _ in chunk], "commit", self.commit_timeout_s, _write_all, chunk,
+                        then=self._committed)
+
+    def _committed(self, partitions: list[Partition], results: list[int | BaseException]) -> None:
+        for partition, result in zip(partitions, results, strict=True):
+            if isinstance(result, BaseException):
+                self._failed(partition, result)
+                continue
+            if self._retry_ms.pop(partition, None) is not None:
+                log.warning("%s: persisting again (checkpoint %d)", partition.path, result)
+            partition.persisted(result)
+            self._continue(partition)
+
+    def _continue(self, partition: Partition) -> None:
+        """After a commit: what arrived meanwhile goes at once."""
+        if partition.closed or partition.tail.unpersisted_bytes == 0:
+            self._finish(partition)
         else:
-            loop.call_later(self.commit_ms / 1000, self._commit, partition)
+            self._due[partition] = None
+            self._arm(urgent=True)
 
     # -- jobs on worker threads ------------------------------------------------------------
 
-    def _start(self, partition: Partition, what: str, timeout_s: float, call: Callable[..., Any], *args: Any,
-               then: Callable[[Partition, Any], None]) -> None:
+    def _start(self, partitions: list[Partition], what: str, timeout_s: float, call: Callable[..., Any],
+               *args: Any, then: Callable[[list[Partition], Any], None]) -> None:
         token = object()
-        self._jobs[partition] = token
+        self._jobs[token] = partitions
         loop = asyncio.get_running_loop()
-        watchdog = loop.call_later(timeout_s, self._stuck, partition, token, what, timeout_s)
+        watchdog = loop.call_later(timeout_s, self._stuck, token, what, timeout_s)
 
         def done(future: asyncio.Future[Any]) -> None:
             watchdog.cancel()
-            if self._jobs.get(partition) is not token:
+            if self._jobs.pop(token, None) is None:
                 return  # abandoned as stuck; its late outcome no longer matters
-            del self._jobs[partition]
-            if partition.closed:
-                self._finish(partition)
-            elif future.exception() is not None:
-                self._failed(partition, future.exception())  # type: ignore[arg-type]
-            else:
-                then(partition, future.result())
+            error = future.exception()
+            if error is not None:
+                for partition in partitions:
+                    self._failed(partition, error)
+                return
+            then([p for p in partitions], future.result())
 
         loop.run_in_executor(self.workers, call, *args).add_done_callback(done)
 
-    def _stuck(self, partition: Partition, token: object, what: str, timeout_s: float) -> None:
-        if self._jobs.get(partition) is not token:
+    def _stuck(self, token: object, what: str, timeout_s: float) -> None:
+        partitions = self._jobs.pop(token, None)
+        if partitions is None:
             return
-        del self._jobs[partition]
         self.workers.add_worker()  # the stuck thread stays behind
-        self._failed(partition, TimeoutError(f"the store did not finish a {what} in {timeout_s:.0f} s"))
+        for partition in partitions:
+            self._failed(partition, TimeoutError(f"the store did not finish a {what} in {timeout_s:.0f} s"))
 
-    # -- the cycle ---------------------------------------------------------------------------
-
-    def _commit(self, partition: Partition) -> None:
-        if partition.closed or partition.tail.unpersisted_bytes == 0:
-            self._finish(partition)
-            return
-        batches, headers = partition.tail.unpersisted(self.commit_bytes)
-        self._start(partition, "commit", self.commit_timeout_s, partition.write_unpersisted, batches, headers,
-                    then=self._committed)
-
-    def _committed(self, partition: Partition, end: int) -> None:
-        if self._retry_ms.pop(partition, None) is not None:
-            log.warning("%s: persisting again (checkpoint %d)", partition.path, end)
-        partition.persisted(end)
-        self._commit(partition)  # what arrived meanwhile goes at once
+    # -- failures ------------------------------------------------------------------------------
 
     def _failed(self, partition: Partition, error: BaseException) -> None:
         if partition.closed:
@@ -117,14 +152,16 @@ class Persister:
         if partition.closed:
             self._finish(partition)
             return
-        self._start(partition, "reopen", RELOAD_TIMEOUT_S, partition.reload_log, self.now_ms, then=self._reloaded)
+        self._start([partition], "reopen", RELOAD_TIMEOUT_S, partition.reload_log, self.now_ms,
+                    then=self._reloaded)
 
-    def _reloaded(self, partition: Partition, end: int) -> None:
+    def _reloaded(self, partitions: list[Partition], end: int) -> None:
+        [partition] = partitions
         if end < partition.checkpoint:
             log.error("%s: the store lost persisted data: it ends at %d, the checkpoint was %d",
                       partition.path, end, partition.checkpoint)
         partition.persisted(end)
-        self._commit(partition)
+        self._continue(partition)
 
     def _finish(self, partition: Partition) -> None:
         partition.persisting = False
@@ -146,3 +183,14 @@ class Persister:
 
     def close(self) -> None:
         self.workers.shutdown()
+
+
+def _write_all(items: list[tuple[Partition, list[Any], list[Any]]]) -> list[int | BaseException]:
+    """Worker thread: commit each partition's batches; one failure does not stop the rest."""
+    results: list[int | BaseException] = []
+    for partition, batches, headers in items:
+        try:
+            results.append(partition.write_unpersisted(batches, headers))
+        except Exception as error:  # noqa: BLE001 - handed back per partition
+            results.append(error)
+    return results
