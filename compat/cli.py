@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     perf.add_argument("--record-size", type=int, default=1000, metavar="BYTES")
     perf.add_argument("--partitions", type=int, default=1)
     perf.add_argument("--producer-prop", action="append", default=[], metavar="NAME=VALUE")
+    perf.add_argument("--hdfs", action="store_true", help="run Martlet on a reference HDFS started for the run")
 
     tool = commands.add_parser(
         "kafka-tool", help="run a Kafka CLI tool by name",
@@ -89,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if options.command == "perf":
             from .perf import compare, report
 
-            print(report(compare(options.records, options.record_size, options.partitions, options.producer_prop)))
+            print(report(compare(options.records, options.record_size, options.partitions, options.producer_prop,
+                                 options.hdfs)))
             return 0
         return _kafka_tool(options.name, options.args, options.timeout)
     except ReferenceKafkaError as exc:

@@ -1,7 +1,8 @@
 """`martlet compat perf`: Apache Kafka's own perf tools against Martlet and against the
 reference Kafka, one after the other on this machine, reported side by side as ratios.
 
-Both brokers are started fresh (Martlet through its CLI, with a temporary data dir), each
+Both brokers are started fresh (Martlet through its CLI, with a temporary data dir, or with
+--hdfs on a reference HDFS started for the run), each
 gets one topic, then kafka-producer-perf-test writes N records and
 kafka-consumer-perf-test reads them back in a consumer group. Producer settings are the
 tool's defaults (acks=all, idempotent, batch.size 16384, linger.ms 5) unless given.
@@ -36,12 +37,12 @@ class Throughput:
 
 
 @contextlib.contextmanager
-def martlet_broker() -> Iterator[str]:
+def martlet_broker(store: str | None = None) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="martlet-perf-") as folder:
         config = Path(folder) / "martlet.toml"
         config.write_text(MARTLET_CONFIG)
         args = [sys.executable, "-m", "martlet.gateway.cli", "serve", "--listen", "127.0.0.1:0",
-                "--data-dir", f"{folder}/data", "--config", str(config)]
+                "--data-dir", f"{folder}/data", "--config", str(config), *(["--store", store] if store else [])]
         with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
             try:
                 assert proc.stdout is not None
@@ -76,10 +77,18 @@ def measure(bootstrap: str, records: int, record_bytes: int, partitions: int, pr
     return Throughput(float(match[2]), float(match[1]), float(columns[3]), float(columns[5]))
 
 
-def compare(records: int, record_bytes: int, partitions: int, producer_props: list[str]) -> dict[str, Throughput]:
+def compare(records: int, record_bytes: int, partitions: int, producer_props: list[str],
+            hdfs: bool = False) -> dict[str, Throughput]:
+    """Martlet (on local disk, or with `hdfs` on a reference HDFS started here), then Kafka."""
     results = {}
-    with martlet_broker() as bootstrap:
-        results["martlet"] = measure(bootstrap, records, record_bytes, partitions, producer_props)
+    with contextlib.ExitStack() as stack:
+        store = None
+        if hdfs:
+            from .reference.hdfs import ReferenceHdfs
+
+            store = f"{stack.enter_context(ReferenceHdfs()).url}/martlet-perf"
+        with martlet_broker(store) as bootstrap:
+            results["martlet"] = measure(bootstrap, records, record_bytes, partitions, producer_props)
     with ReferenceKafka() as kafka:
         results["kafka"] = measure(kafka.bootstrap, records, record_bytes, partitions, producer_props)
     return results

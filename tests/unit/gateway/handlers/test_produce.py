@@ -5,7 +5,7 @@ import struct
 
 import crc32c
 
-from tests.integration.raw_client import batch_of_size, record_batch
+from tests.integration.raw_client import batch_of_size, decode_response, encode_request, record_batch
 
 from .harness import NOW_MS, PRODUCE, Broker
 
@@ -141,3 +141,30 @@ def test_control_batches_are_refused(broker: Broker) -> None:
     struct.pack_into(">h", batch, 21, 0x20)
     struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
     assert one(broker.produce("t", 0, bytes(batch))).error_code == 87
+
+
+def _answered_with_checkpoint(broker: Broker, topic: str, acks: int) -> tuple[int, int, int]:
+    """Produce without the harness's drain; (error, C, end offset) right at the answer."""
+    body = {"acks": acks, "timeout": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": record_batch([b"x"])}]}]}
+    partition = broker.engine.partition(topic, 0)
+    seen = {}
+
+    async def produce_and_look() -> None:
+        raw = encode_request(broker.request(PRODUCE, 9, body), 7, "unit")
+        answer = await broker.dispatcher.handle(raw[4:])
+        seen.update(checkpoint=partition.checkpoint, end=partition.end_offset)
+        _, decoded = decode_response(answer[4:], PRODUCE, 9)
+        seen["error"] = one(decoded).error_code
+
+    broker.loop.run_until_complete(produce_and_look())
+    broker.loop.run_until_complete(broker.engine.flush())
+    return seen["error"], seen["checkpoint"], seen["end"]
+
+
+def test_acks_all_and_sync_flush_acks_1_are_answered_once_c_covers_the_batch(broker: Broker) -> None:
+    broker.create_topic("async")
+    broker.create_topic("sync", configs={"martlet.flush.mode": "sync"})
+    assert _answered_with_checkpoint(broker, "async", -1) == (0, 1, 1)
+    assert _answered_with_checkpoint(broker, "sync", 1) == (0, 1, 1)
+    assert _answered_with_checkpoint(broker, "sync", -1) == (0, 2, 2)
