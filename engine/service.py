@@ -44,7 +44,7 @@ class Engine:
         self.logs_store = CachedStore(store, self.pool.reclaim_soon)
         self.pool.attach_blocks(self.logs_store)
         self.persister = Persister(settings.commit_bytes, settings.commit_ms, settings.persist_threads,
-                                   self.clock.now_ms)
+                                   self.clock.now_ms, inline=not getattr(store, "slow_writes", True))
         self._readers = Workers(settings.read_threads, "martlet-read")
         self._partitions: dict[PartitionKey, Partition] = {}
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}

@@ -5,7 +5,10 @@ A partition that takes a write becomes due; due partitions are committed togethe
 flushes synchronously). Each commit takes up to commit_bytes of a partition's oldest
 unpersisted batches and writes them with one write (and one sync, see Partition) per segment.
 The due partitions are split over the worker threads in one job per thread, so ten
-thousand partitions cost a few thread hand-offs, not ten thousand. C moves when a job
+thousand partitions cost a few thread hand-offs, not ten thousand. On a store whose writes
+only hand bytes to the operating system (the local disk, `inline`), commits that need no
+sync run on the event loop itself: a hand-off to a thread costs more than such a write
+(measured: 33 MB/s acks=all through workers, see the commit adding `inline`). C moves when a job
 returns; whatever arrived meanwhile is committed right after, so a slow store gets bigger
 commits, not more of them.
 
@@ -37,8 +40,9 @@ RELOAD_TIMEOUT_S = 300.0  # reopening may wait for HDFS lease recovery (up to 12
 
 class Persister:
     def __init__(self, commit_bytes: int, commit_ms: int, threads: int, now_ms: Callable[[], int],
-                 retry_ms_max: int = 1000, commit_timeout_s: float = COMMIT_TIMEOUT_S) -> None:
+                 retry_ms_max: int = 1000, commit_timeout_s: float = COMMIT_TIMEOUT_S, inline: bool = False) -> None:
         self.commit_bytes = commit_bytes
+        self.inline = inline  # commits without a sync run on the event loop (a fast local store)
         self.commit_ms = commit_ms
         self.threads = threads
         self.retry_ms_max = retry_ms_max
@@ -56,6 +60,10 @@ class Persister:
         if partition.persisting:
             return
         partition.persisting = True
+        if self.inline and self.commit_ms <= 0 and not partition.sync_flush:
+            here = [(partition, *partition.tail.unpersisted(self.commit_bytes))]
+            self._committed([partition], _write_all(here))  # C covers the batch before append returns
+            return
         self._due[partition] = None
         urgent = partition.sync_flush or self.commit_ms <= 0 or partition.tail.unpersisted_bytes >= self.commit_bytes
         self._arm(urgent)
@@ -80,6 +88,11 @@ class Persister:
                 self._finish(partition)
             else:
                 items.append((partition, *partition.tail.unpersisted(self.commit_bytes)))
+        if self.inline:
+            here = [item for item in items if not item[0].sync_flush]
+            items = [item for item in items if item[0].sync_flush]
+            if here:
+                self._committed([p for p, _, _ in here], _write_all(here))
         jobs = min(self.threads, len(items))
         for number in range(jobs):
             chunk = items[number::jobs]

@@ -31,6 +31,10 @@ class AppendFile(Protocol):
 
 
 class Store(Protocol):
+    slow_writes: bool
+    """True when a write may wait on the network (HDFS): the engine then never writes from
+    its event loop. False for stores whose writes only reach the local OS."""
+
     def mkdir(self, path: str) -> None:
         """Create a directory and its parents; no error if it exists."""
 

@@ -23,6 +23,7 @@ class CachedStore:
     def __init__(self, store: Store, on_grow: Callable[[], None] = lambda: None,
                  block_bytes: int = BLOCK_BYTES) -> None:
         self.store = store
+        self.slow_writes = getattr(store, "slow_writes", True)
         self.block_bytes = block_bytes
         self._on_grow = on_grow
         self._lock = threading.Lock()

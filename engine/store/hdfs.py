@@ -127,6 +127,8 @@ class HdfsAppendFile:
 
 
 class HdfsStore:
+    slow_writes = True
+
     def __init__(self, url: str, root: str) -> None:
         if not root.startswith("/"):
             raise ValueError(f"HDFS root must be absolute: {root!r}")

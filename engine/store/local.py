@@ -78,6 +78,8 @@ class FileLock:
 
 
 class LocalStore:
+    slow_writes = False
+
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
         os.makedirs(self.root, exist_ok=True)

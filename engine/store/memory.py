@@ -31,6 +31,8 @@ class MemoryAppendFile:
 
 
 class MemoryStore:
+    slow_writes = False
+
     def __init__(self) -> None:
         self._files: dict[str, bytearray] = {}
         self._dirs: set[str] = {""}

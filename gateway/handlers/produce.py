@@ -120,7 +120,8 @@ def _append(ctx: Any, request: Any, topic: Any, partition_data: Any, waits: list
         return _failure(index, error_code(error), str(error))
     answer = {"index": index, "error_code": ErrorCode.none, "base_offset": base_offset,
               "log_append_time": append_time, "log_start_offset": partition.start_offset}
-    if request.acks == -1 or (request.acks == 1 and partition.sync_flush):
+    needs_c = request.acks == -1 or (request.acks == 1 and partition.sync_flush)
+    if needs_c and partition.checkpoint <= base_offset:
         waits.append(asyncio.ensure_future(_persisted(partition, base_offset, answer)))
     return answer
 
