@@ -15,7 +15,7 @@ from .catalog.catalog import Catalog, topic_dir
 from .catalog.config import TopicConfig
 from .catalog.topic import Topic
 from .clock import SystemClock
-from .errors import DuplicateBatch, UnknownPartition
+from .errors import UnknownPartition
 from .groups.service import Groups
 from .log.batch import BatchHeader
 from .log.config import LogConfig
@@ -139,17 +139,6 @@ class Engine:
         current_version = self.catalog.get(name).version if version is not None else 0
         offset = partition.append(batch, header, version, session, current_version)
         self.persister.schedule(partition)
-        return offset
-
-    async def append_persisted(self, name: str, index: int, batch: bytearray, header: BatchHeader) -> int:
-        """Append, then return once C covers the batch (a duplicate: once its original is)."""
-        partition = self.partition(name, index)
-        try:
-            offset = self.append(name, index, batch, header)
-        except DuplicateBatch as duplicate:
-            await partition.wait_persisted(duplicate.base_offset)
-            raise
-        await partition.wait_persisted(offset)
         return offset
 
     async def read(self, name: str, index: int, offset: int, max_bytes: int) -> bytes:

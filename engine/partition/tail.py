@@ -93,9 +93,3 @@ class Tail:
         if stop == at:
             return b""
         return self._batches[at] if stop == at + 1 else b"".join(self._batches[at:stop])
-
-    def header_at(self, offset: int) -> BatchHeader | None:
-        """The header of the batch holding `offset` if memory has it."""
-        if not self.first_offset <= offset < self.end:
-            return None
-        return self._headers[bisect_right(self._bases, offset, lo=self._first) - 1]
