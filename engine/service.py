@@ -150,12 +150,13 @@ class Engine:
         return await asyncio.get_running_loop().run_in_executor(
             self._readers, partition.read_stored, offset, max_bytes, partition.checkpoint)
 
-    async def wait_for_room(self) -> bool:
-        """Wait while unpersisted data fills the memory budget; True if it had to wait."""
-        if self.pool.has_room():
-            return False
+    def has_room(self) -> bool:
+        """False while unpersisted data fills the memory budget (producers must wait)."""
+        return self.pool.has_room()
+
+    async def wait_for_room(self) -> None:
+        """Wait while unpersisted data fills the memory budget."""
         await self.pool.wait_for_room()
-        return True
 
     async def wait_for_data(self, watched: Iterable[tuple[PartitionKey, int]], timeout_ms: int) -> None:
         """Return once any watched partition's high watermark passes its offset, or on timeout."""
