@@ -23,9 +23,12 @@ What each call gives, and why:
 - There is no `lock`: HDFS leases fence writers per file, not per process.
 - After a writer failed (a DataNode or the NameNode went away) or its process was killed,
   the NameNode still holds that writer's lease on the file: append refuses it, and readers
-  do not see its unfinished last block. `open_append`, and `read` past what a reader sees
-  when the NameNode knows a longer length, then ask for lease recovery, which closes the
-  file at the length the DataNodes agree on (a few seconds on a test cluster).
+  do not see its unfinished last block. Nor does the NameNode's length tell: a writer killed
+  before its first hsync leaves it at 0 while the DataNodes hold what it streamed. So the
+  first `size`, `truncate` or `read` past what a reader sees, of a file this store has no
+  writer for, asks for lease recovery, which closes the file at the length the DataNodes
+  agree on (a few seconds on a test cluster; one NameNode call if the file was closed);
+  `open_append` does too if the lease is still held.
 - While the NameNode is unreachable, hdfs-native retries each call for about three minutes
   before it fails; the engine calls the store from worker threads, so a call simply waits
   for the NameNode to come back.
@@ -138,6 +141,7 @@ class HdfsStore:
         self._writers: weakref.WeakValueDictionary[str, HdfsAppendFile] = (
             weakref.WeakValueDictionary()
         )
+        self._settled: set[str] = set()  # paths known closed since this store last opened them
         self._client.mkdirs(self.root, create_parent=True)
 
     def _hdfs_path(self, path: str) -> str:
@@ -167,16 +171,19 @@ class HdfsStore:
         return int(self._client.get_file_info(hdfs_path).length)
 
     def _whole_reader(self, hdfs_path: str) -> FileReader:
-        """A reader that sees every byte the NameNode counts: this store's own writer is
-        released, and a file another (dead) writer left open is recovered first."""
+        """A reader that sees every byte of the file: this store's own writer is released if
+        the NameNode counts more than a reader sees, and a file some other (dead or broken)
+        writer may have left open is recovered first, once."""
+        own = self._writers.get(hdfs_path)
+        if own is None or own.closed:
+            if hdfs_path not in self._settled:
+                self._recover_lease(hdfs_path)
+                self._settled.add(hdfs_path)
+            return self._client.read(hdfs_path)
         reader = self._client.read(hdfs_path)
         if reader.size >= self._client.get_file_info(hdfs_path).length:
             return reader
-        own = self._writers.get(hdfs_path)
-        if own is not None and not own.closed:
-            own.release()
-        else:
-            self._recover_lease(hdfs_path)
+        own.release()
         return self._client.read(hdfs_path)
 
     @_os_errors
@@ -203,6 +210,7 @@ class HdfsStore:
             size = int(self._client.get_file_info(hdfs_path).length)
         file = HdfsAppendFile(self._client, hdfs_path, writer, size)
         self._writers[hdfs_path] = file
+        self._settled.discard(hdfs_path)  # open again: a writer that breaks leaves it open
         return file
 
     def _append(self, hdfs_path: str) -> FileWriter:
@@ -246,12 +254,22 @@ class HdfsStore:
     @_os_errors
     def rename(self, src: str, dst: str) -> None:
         self._client.rename(self._hdfs_path(src), self._hdfs_path(dst), overwrite=True)
+        self._forget(self._hdfs_path(src))
+        self._forget(self._hdfs_path(dst))
 
     @_os_errors
     def delete(self, path: str) -> None:
         if not check_path(path):
             raise ValueError("refusing to delete the store root")
         self._client.delete(self._hdfs_path(path), recursive=True)
+        self._forget(self._hdfs_path(path))
+
+    def _forget(self, hdfs_path: str) -> None:
+        """Drop what is known of a path and everything under it."""
+        inside = hdfs_path + "/"
+        # list() copies in one step, so worker threads may add paths meanwhile
+        self._settled.difference_update(
+            [p for p in list(self._settled) if p == hdfs_path or p.startswith(inside)])
 
     @_os_errors
     def exists(self, path: str) -> bool:

@@ -1,5 +1,9 @@
 """One conformance suite for every Store backend (STYLE.md rule 5)."""
 
+import signal
+import subprocess
+import sys
+import textwrap
 import time
 import uuid
 
@@ -195,3 +199,29 @@ def test_hdfs_a_broken_writer_is_abandoned_and_its_synced_bytes_kept(reference_h
     again.write(b", and more")
     again.close()
     assert store.read("d/log", 0, 100) == b"synced before the outage, and more"
+
+
+@pytest.mark.java
+def test_hdfs_a_killed_writers_unsynced_bytes_are_settled_before_the_size_is_given(reference_hdfs):
+    # A writer killed before its first hsync leaves the NameNode counting 0 bytes while the
+    # DataNode holds what the writer streamed. Lease recovery settles the file at the
+    # DataNode's length, so the store must recover before it answers `size`, or a caller that
+    # then appends finds the file longer than it was told.
+    store = HdfsStore(reference_hdfs.url, f"/killed/{uuid.uuid4().hex}")
+    store.mkdir("d")
+    writer = textwrap.dedent(f"""
+        import os, signal, hdfs_native
+        file = hdfs_native.Client({reference_hdfs.url!r}).create({store.root + '/d/log'!r})
+        file.write(b"x" * (16 << 20))  # more than the writer buffers: packets leave unsynced
+        print("written", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    done = subprocess.run([sys.executable, "-c", writer], capture_output=True, timeout=60)
+    assert done.stdout == b"written\n" and done.returncode == -signal.SIGKILL
+    size = store.size("d/log")
+    assert store.read("d/log", 0, 32 << 20) == b"x" * size
+    file = store.open_append("d/log")
+    assert file.size == size
+    file.write(b"after")
+    file.close()
+    assert store.read("d/log", size, 100) == b"after"
