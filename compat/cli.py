@@ -6,7 +6,6 @@
                                                each client; `martlet compat run ...` is the same
     martlet compat reference-kafka            start one broker, print `bootstrap HOST:PORT`,
                                                serve until SIGINT/SIGTERM, then stop it
-    martlet compat perf [--records N]         producer and consumer perf tests, Martlet then Kafka
     martlet compat kafka-tool NAME ARGS...    run a Kafka CLI tool (topics, console-producer,
                                                console-consumer, ...) against any broker
 
@@ -41,13 +40,6 @@ def _parser() -> argparse.ArgumentParser:
     ref = commands.add_parser("reference-kafka", help="run a real single-node Kafka (KRaft)")
     ref.add_argument("--startup-timeout", type=float, default=120.0, metavar="SECONDS")
     ref.add_argument("--heap", default="512m", help="broker max heap (default 512m)")
-
-    perf = commands.add_parser("perf", help="Kafka's perf tools against Martlet, then the reference Kafka")
-    perf.add_argument("--records", type=int, default=1_000_000)
-    perf.add_argument("--record-size", type=int, default=1000, metavar="BYTES")
-    perf.add_argument("--partitions", type=int, default=1)
-    perf.add_argument("--producer-prop", action="append", default=[], metavar="NAME=VALUE")
-    perf.add_argument("--hdfs", action="store_true", help="run Martlet on a reference HDFS started for the run")
 
     tool = commands.add_parser(
         "kafka-tool", help="run a Kafka CLI tool by name",
@@ -87,12 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if options.command == "reference-kafka":
             return _reference_kafka(options.startup_timeout, options.heap)
-        if options.command == "perf":
-            from .perf import compare, report
-
-            print(report(compare(options.records, options.record_size, options.partitions, options.producer_prop,
-                                 options.hdfs)))
-            return 0
         return _kafka_tool(options.name, options.args, options.timeout)
     except ReferenceKafkaError as exc:
         print(f"martlet compat: {exc}", file=sys.stderr)

@@ -18,6 +18,10 @@ def main(argv: list[str] | None = None) -> int:
         from ..compat.cli import main as compat_main
 
         return compat_main(argv[1:])
+    if argv[:1] == ["bench"]:
+        from ..compat.bench.cli import main as bench_main
+
+        return bench_main(argv[1:])
     args = _parser().parse_args(argv)
     return serve(args)
 
@@ -33,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
                            help="keep the data on HDFS: hdfs://HOST:PORT/PATH (default: local, in --data-dir)")
     serve_cmd.add_argument("--config", metavar="FILE", help="TOML config file")
     commands.add_parser("compat", help="compatibility suite and reference services (see: martlet compat -h)")
+    commands.add_parser("bench", help="Martlet and Apache Kafka side by side (see: martlet bench -h)")
     return parser
 
 

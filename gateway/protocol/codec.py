@@ -74,10 +74,11 @@ def _writer(cls: type) -> Callable[..., Any]:
     return entity_writer(cls)
 
 
-def decode_request(frame: bytes | memoryview, api_key: int, api_version: int,
+def decode_request(frame: bytes | bytearray | memoryview, api_key: int, api_version: int,
                    client_host: str = "") -> tuple[RequestHeader, Any]:
     """Header and body of a request whose (key, version) the caller knows it serves."""
     cls = request_type(api_key, api_version)
+    frame = memoryview(frame).toreadonly()  # kio refuses writable buffers; this copies nothing
     try:
         header, used = _reader(cls.__header_schema__)(frame, 0)
         body, _ = _reader(cls)(frame, used)

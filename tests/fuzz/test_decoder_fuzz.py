@@ -18,7 +18,7 @@ from martlet.gateway.context import Context
 from martlet.gateway.dispatch import Dispatcher
 from martlet.gateway.handlers.registry import load_all
 from martlet.gateway.protocol.codec import ProtocolError, build
-from martlet.gateway.protocol.framing import FrameDecoder, FrameError, frame
+from martlet.gateway.protocol.framing import FrameReader, FrameError, frame
 from martlet.gateway.settings import GatewaySettings
 from tests.unit.gateway.protocol.test_codec import encode_request
 
@@ -64,7 +64,7 @@ async def run(count: int) -> dict[str, int]:
     seeds = seed_frames()
     outcomes = {"answered": 0, "silent": 0, "closed": 0}
     for _ in range(count):
-        decoder = FrameDecoder(1 << 20)
+        decoder = FrameReader(1 << 20)
         try:
             for whole in decoder.feed(frame(mutate(rng, rng.choice(seeds)))):
                 answer = await dispatcher.handle(whole)

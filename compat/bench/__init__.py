@@ -1,0 +1,8 @@
+"""`martlet bench`: Martlet and Apache Kafka side by side under the same librdkafka load.
+
+- `load.py` is the load generator, run as its own process (one per producer or consumer) so
+  the client never shares a core's interpreter with the orchestrator.
+- `probe.py` reads a broker's CPU seconds and resident memory from /proc.
+- `workloads.py` defines what runs against one endpoint and what each run reports.
+- `runner.py` starts the brokers, alternates them round by round and reports medians.
+"""

@@ -1,0 +1,194 @@
+"""Load generator processes for `martlet bench`: `python -m martlet.compat.bench.load JSON`.
+
+The JSON object names the role and its settings; the process prints one JSON line with its
+result and exits 0, or prints {"error": ...} and exits 1. Roles:
+
+- produce: `records` records of `record_bytes` random (incompressible) bytes to `topic`,
+  partitioned round-robin by librdkafka, with the producer settings in `config`. Timed from
+  the first produce call until every delivery report arrived.
+- consume: reads `records` records from the start of every partition of `topic` (assigned,
+  no group, so no rebalance time is measured). Timed from the assignment to the last record.
+- latency-produce: `rate` records per second for `seconds` seconds, each value starting with
+  its sequence number and the wall clock in nanoseconds at the produce call.
+- latency-consume: reads from the start of `topic` until `records` records arrived and prints
+  the end-to-end latencies (receive clock minus the stamped clock) of those past `warmup`.
+- partitions: creates `topics` topics of `partitions` partitions each, then times `rounds`
+  metadata requests for all topics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+STAMP = struct.Struct(">qq")  # sequence number, wall clock in ns at produce
+FLUSH_TIMEOUT_S = 300.0
+IDLE_TIMEOUT_S = 60.0
+CREATE_TIMEOUT_S = 600.0  # a consumer that receives nothing for this long gives up
+
+
+def produce(spec: dict[str, Any]) -> dict[str, Any]:
+    failed = [0]
+
+    def delivered(error: object, _message: object) -> None:
+        if error is not None:
+            failed[0] += 1
+
+    producer = Producer({"bootstrap.servers": spec["bootstrap"], **spec["config"]})
+    value = os.urandom(spec["record_bytes"])
+    topic, records = spec["topic"], spec["records"]
+    _warm_up(producer, topic)
+    start = time.perf_counter()
+    for _ in range(records):
+        _produce_one(producer, topic, value, delivered)
+    remaining = producer.flush(FLUSH_TIMEOUT_S)
+    seconds = time.perf_counter() - start
+    return {"records": records, "bytes": records * len(value), "seconds": seconds,
+            "failed": failed[0] + remaining}
+
+
+def _produce_one(producer: Producer, topic: str, value: bytes, delivered: Callable[..., None]) -> None:
+    while True:
+        try:
+            producer.produce(topic, value, on_delivery=delivered)
+            return
+        except BufferError:  # the local queue is full: serve delivery reports, then retry
+            producer.poll(0.05)
+
+
+def _warm_up(producer: Producer, topic: str) -> None:
+    """Fetch metadata and connect before the clock starts."""
+    producer.list_topics(topic, timeout=30)
+
+
+def consume(spec: dict[str, Any]) -> dict[str, Any]:
+    consumer = _assigned_consumer(spec)
+    wanted, count, size = spec["records"], 0, 0
+    start = last = time.perf_counter()
+    try:
+        while count < wanted:
+            messages = consumer.consume(10_000, 1.0)
+            now = time.perf_counter()
+            if not messages:
+                if now - last > IDLE_TIMEOUT_S:
+                    raise RuntimeError(f"no record for {IDLE_TIMEOUT_S:.0f} s after {count} of {wanted}")
+                continue
+            last = now
+            for message in messages:
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+                size += len(message)
+            count += len(messages)
+    finally:
+        consumer.close()
+    return {"records": count, "bytes": size, "seconds": last - start}
+
+
+def _assigned_consumer(spec: dict[str, Any]) -> Consumer:
+    consumer = Consumer({"bootstrap.servers": spec["bootstrap"], "group.id": "martlet-bench",
+                        "enable.auto.commit": False, **spec.get("config", {})})
+    topic = spec["topic"]
+    partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(partitions)])
+    return consumer
+
+
+def latency_produce(spec: dict[str, Any]) -> dict[str, Any]:
+    producer = Producer({"bootstrap.servers": spec["bootstrap"], **spec["config"]})
+    topic, rate, total = spec["topic"], spec["rate"], spec["rate"] * spec["seconds"]
+    padding = bytes(max(0, spec["record_bytes"] - STAMP.size))
+    _warm_up(producer, topic)
+    start = time.perf_counter()
+    for seq in range(total):
+        due = start + seq / rate
+        while (pause := due - time.perf_counter()) > 0:
+            producer.poll(min(pause, 0.01))  # paced: wait for the slot, serving reports
+        producer.produce(topic, STAMP.pack(seq, time.time_ns()) + padding)
+        producer.poll(0)
+    remaining = producer.flush(FLUSH_TIMEOUT_S)
+    return {"records": total, "failed": remaining, "seconds": time.perf_counter() - start}
+
+
+def latency_consume(spec: dict[str, Any]) -> dict[str, Any]:
+    consumer = _assigned_consumer(spec)
+    print(json.dumps({"ready": True}), flush=True)
+    wanted, warmup, seen = spec["records"], spec["warmup"], set()
+    latencies_us: list[float] = []
+    last = time.perf_counter()
+    try:
+        while len(seen) < wanted:
+            message = consumer.poll(1.0)
+            if message is None:
+                if time.perf_counter() - last > IDLE_TIMEOUT_S:
+                    raise RuntimeError(f"no record for {IDLE_TIMEOUT_S:.0f} s after {len(seen)} of {wanted}")
+                continue
+            received = time.time_ns()
+            last = time.perf_counter()
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            seq, sent = STAMP.unpack_from(message.value())
+            if seq not in seen:
+                seen.add(seq)
+                if seq >= warmup:
+                    latencies_us.append((received - sent) / 1000)
+    finally:
+        consumer.close()
+    return {"records": len(seen), "latencies_us": latencies_us}
+
+
+def partitions(spec: dict[str, Any]) -> dict[str, Any]:
+    admin = AdminClient({"bootstrap.servers": spec["bootstrap"]})
+    names = [f"{spec['prefix']}-{i}" for i in range(spec["topics"])]
+    start = time.perf_counter()
+    futures = admin.create_topics([NewTopic(n, spec["partitions"], 1) for n in names],
+                                  request_timeout=CREATE_TIMEOUT_S)
+    for future in futures.values():
+        future.result(timeout=CREATE_TIMEOUT_S)
+    wanted = spec["topics"] * spec["partitions"]
+    while (listed := _listed(admin, names)) < wanted:  # Kafka's metadata catches up a little later
+        if time.perf_counter() - start > CREATE_TIMEOUT_S:
+            raise RuntimeError(f"metadata lists {listed} of {wanted} partitions after {CREATE_TIMEOUT_S:.0f} s")
+        time.sleep(0.1)  # polling the broker's metadata, bounded above
+    created = time.perf_counter() - start
+    times = []
+    for _ in range(spec["rounds"]):
+        start = time.perf_counter()
+        listed = _listed(admin, names)
+        times.append(time.perf_counter() - start)
+        if listed != wanted:
+            raise RuntimeError(f"metadata lists {listed} of {wanted} partitions")
+    return {"create_seconds": created, "metadata_seconds": times}
+
+
+def _listed(admin: AdminClient, names: list[str]) -> int:
+    metadata = admin.list_topics(timeout=120)
+    return sum(len(metadata.topics[n].partitions) for n in names if n in metadata.topics)
+
+
+ROLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "produce": produce, "consume": consume, "latency-produce": latency_produce,
+    "latency-consume": latency_consume, "partitions": partitions,
+}
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(argv[0])
+    try:
+        result = ROLES[spec["role"]](spec)
+    except Exception as exc:  # reported to the orchestrator, which names the workload
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        return 1
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

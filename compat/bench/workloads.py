@@ -1,0 +1,253 @@
+"""What `martlet bench` runs against one endpoint, and what each run reports.
+
+Every workload gets fresh topics (named by round, so rounds never share data) and runs its
+load in separate processes (`load.py`). A run returns metrics by name; `Metric` says each
+one's unit and which way is better, so the report can compare without knowing workloads.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from .probe import Probe, rss_bytes
+
+LOAD_TIMEOUT_S = 900.0
+ADMIN_TIMEOUT_S = 120.0
+MB = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    unit: str
+    higher_is_better: bool
+
+
+METRICS = {
+    "MB/s": Metric("MB/s", True),
+    "records/s": Metric("records/s", True),
+    "cpu s/GB": Metric("s", False),
+    "cpu s": Metric("s", False),
+    "peak RSS MiB": Metric("MiB", False),
+    "p50 ms": Metric("ms", False),
+    "p99 ms": Metric("ms", False),
+    "p99.9 ms": Metric("ms", False),
+    "create s": Metric("s", False),
+    "metadata ms": Metric("ms", False),
+    "RSS MiB": Metric("MiB", False),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    name: str
+    bootstrap: str
+    pid: int | None  # the broker process, for CPU and RSS; None for an outside endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    produce_bytes: int = 1000 * MB  # per 1 KB produce workload
+    small_records: int = 1_000_000  # 100-byte records at linger.ms=0
+    latency_seconds: int = 30
+    latency_rate: int = 1000
+    partition_topics: int = 100  # 10,000 partitions: topics x 100
+    partitions_per_topic: int = 100
+
+
+QUICK = Scale(produce_bytes=100 * MB, small_records=200_000, latency_seconds=10,
+              partition_topics=10)
+
+
+@dataclass(slots=True)
+class Context:
+    endpoint: Endpoint
+    scale: Scale
+    round: int
+    produced: dict[str, int] = field(default_factory=dict)  # topic -> records, for consume
+
+    def topic(self, workload: str) -> str:
+        return f"bench-{workload}-r{self.round}"
+
+
+def run_load(spec: dict[str, Any], timeout_s: float = LOAD_TIMEOUT_S) -> dict[str, Any]:
+    proc = _start_load(spec)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError(f"{spec['role']} load did not finish in {timeout_s:.0f} s") from None
+    return _result(spec, out.decode().strip().splitlines()[-1:], proc.returncode)
+
+
+def _start_load(spec: dict[str, Any]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "martlet.compat.bench.load", json.dumps(spec)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+
+def _result(spec: dict[str, Any], lines: list[str], returncode: int | None) -> dict[str, Any]:
+    result = json.loads(lines[0]) if lines else {"error": "no output"}
+    if returncode != 0 or "error" in result:
+        raise RuntimeError(f"{spec['role']} load failed: {result.get('error', returncode)}")
+    return result
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    future = admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=ADMIN_TIMEOUT_S)[topic]
+    future.result(timeout=ADMIN_TIMEOUT_S)
+
+
+def delete_topics(bootstrap: str, prefix: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = [t for t in admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics if t.startswith(prefix)]
+    if names:
+        for future in admin.delete_topics(names, request_timeout=ADMIN_TIMEOUT_S).values():
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except KafkaException as error:  # Kafka's metadata may still list a topic just deleted
+                if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise
+
+
+def _throughput(result: dict[str, Any], probe: Probe) -> dict[str, float]:
+    metrics = {"MB/s": result["bytes"] / MB / result["seconds"],
+               "records/s": result["records"] / result["seconds"]}
+    return metrics | _broker(probe, result["bytes"])
+
+
+def _broker(probe: Probe, gigabytes_of: int | None = None) -> dict[str, float]:
+    if probe.cpu_s is None or probe.peak_rss_bytes is None:
+        return {}
+    metrics = {"cpu s": probe.cpu_s, "peak RSS MiB": probe.peak_rss_bytes / (1 << 20)}
+    if gigabytes_of:
+        metrics["cpu s/GB"] = probe.cpu_s / (gigabytes_of / 1e9)
+    return metrics
+
+
+def _produce(name: str, acks: str, idempotent: bool) -> Callable[[Context], dict[str, float]]:
+    def run(ctx: Context) -> dict[str, float]:
+        topic = ctx.topic(name)
+        create_topic(ctx.endpoint.bootstrap, topic, 1)
+        records = ctx.scale.produce_bytes // 1000
+        spec = {"role": "produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
+                "records": records, "record_bytes": 1000,
+                "config": {"acks": acks, "enable.idempotence": idempotent, "linger.ms": 5,
+                           "batch.size": 1_000_000, "compression.type": "none"}}
+        with Probe(ctx.endpoint.pid) as probe:
+            result = run_load(spec)
+        if result["failed"]:
+            raise RuntimeError(f"{result['failed']} of {records} records were not delivered")
+        ctx.produced[name] = records
+        return _throughput(result, probe)
+    return run
+
+
+def consume(ctx: Context) -> dict[str, float]:
+    """Reads back what produce-acks1 wrote in this round, from the start."""
+    source = "produce-1k-acks1"
+    if source not in ctx.produced:
+        raise RuntimeError(f"consume needs {source} to run first in the round")
+    spec = {"role": "consume", "bootstrap": ctx.endpoint.bootstrap, "topic": ctx.topic(source),
+            "records": ctx.produced[source]}
+    with Probe(ctx.endpoint.pid) as probe:
+        result = run_load(spec)
+    return _throughput(result, probe)
+
+
+def small_records(ctx: Context) -> dict[str, float]:
+    topic = ctx.topic("produce-100b-linger0")
+    create_topic(ctx.endpoint.bootstrap, topic, 1)
+    records = ctx.scale.small_records
+    spec = {"role": "produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
+            "records": records, "record_bytes": 100,
+            "config": {"acks": "1", "linger.ms": 0, "compression.type": "none"}}
+    with Probe(ctx.endpoint.pid) as probe:
+        result = run_load(spec)
+    if result["failed"]:
+        raise RuntimeError(f"{result['failed']} of {records} records were not delivered")
+    return _throughput(result, probe)
+
+
+def latency(ctx: Context) -> dict[str, float]:
+    """End-to-end latency at a fixed rate: acks=all, linger.ms=0, 1 KB records."""
+    topic = ctx.topic("latency-1k")
+    create_topic(ctx.endpoint.bootstrap, topic, 1)
+    rate, seconds = ctx.scale.latency_rate, ctx.scale.latency_seconds
+    base = {"bootstrap": ctx.endpoint.bootstrap, "topic": topic, "record_bytes": 1000}
+    consumer = _start_load(base | {"role": "latency-consume", "records": rate * seconds,
+                                   "warmup": rate, "config": {"fetch.wait.max.ms": 500}})
+    try:
+        _wait_ready(consumer)
+        with Probe(ctx.endpoint.pid) as probe:
+            sent = run_load(base | {"role": "latency-produce", "rate": rate, "seconds": seconds,
+                                    "config": {"acks": "all", "linger.ms": 0}})
+            out, _ = consumer.communicate(timeout=LOAD_TIMEOUT_S)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.communicate()
+    if sent["failed"]:
+        raise RuntimeError(f"{sent['failed']} latency records were not delivered")
+    got = _result({"role": "latency-consume"}, out.decode().strip().splitlines()[-1:], consumer.returncode)
+    samples = sorted(got["latencies_us"])
+    return {"p50 ms": percentile(samples, 50) / 1000, "p99 ms": percentile(samples, 99) / 1000,
+            "p99.9 ms": percentile(samples, 99.9) / 1000} | _broker(probe)
+
+
+def _wait_ready(proc: subprocess.Popen[bytes]) -> None:
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], ADMIN_TIMEOUT_S)
+    line = proc.stdout.readline() if ready else b""
+    if b"ready" not in line:
+        raise RuntimeError(f"latency consumer did not start: {line!r}")
+
+
+def percentile(samples: list[float], pct: float) -> float:
+    """Nearest-rank percentile of sorted samples."""
+    if not samples:
+        raise RuntimeError("no latency samples")
+    rank = max(1, -(-len(samples) * pct // 100))  # ceil
+    return samples[int(rank) - 1]
+
+
+def many_partitions(ctx: Context) -> dict[str, float]:
+    """Creates topics x partitions, times Metadata for all topics, reads the broker's RSS,
+    then deletes them again so later workloads do not carry them."""
+    prefix = ctx.topic("partitions")
+    spec = {"role": "partitions", "bootstrap": ctx.endpoint.bootstrap, "prefix": prefix,
+            "topics": ctx.scale.partition_topics, "partitions": ctx.scale.partitions_per_topic,
+            "rounds": 5}
+    try:
+        result = run_load(spec)
+        metrics = {"create s": result["create_seconds"],
+                   "metadata ms": sorted(result["metadata_seconds"])[2] * 1000}
+        if ctx.endpoint.pid is not None:
+            metrics["RSS MiB"] = rss_bytes(ctx.endpoint.pid) / (1 << 20)
+    finally:
+        delete_topics(ctx.endpoint.bootstrap, prefix)
+    return metrics
+
+
+WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
+    "produce-1k-acks1": _produce("produce-1k-acks1", "1", False),
+    "produce-1k-acksall": _produce("produce-1k-acksall", "all", True),
+    "consume-1k": consume,
+    "produce-100b-linger0": small_records,
+    "latency-1k": latency,
+    "partitions-10k": many_partitions,
+}
+
+
+def cleanup(ctx: Context) -> None:
+    """Drops the round's topics, so disk and memory do not grow round by round."""
+    delete_topics(ctx.endpoint.bootstrap, "bench-")
