@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .runner import Plan, check, kafka_broker, martlet_broker, report, run, to_json
+from .runner import Plan, check, errors, kafka_broker, martlet_broker, report, run, to_json
 from .workloads import QUICK, WORKLOADS, Endpoint, Scale
 
 
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for failure in failures:
             print(f"REGRESSION {failure}")
         return 1 if failures else 0
-    return 0
+    return 1 if errors(rows) else 0
 
 
 def _run(plan: Plan, options: argparse.Namespace) -> list[dict[str, object]]:

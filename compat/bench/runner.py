@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -23,9 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ..reference.kafka import ReferenceKafka
+from .probe import cpu_seconds
 from .workloads import METRICS, QUICK, WORKLOADS, Context, Endpoint, Scale, cleanup
 
 START_TIMEOUT_S = 60.0
+SETTLE_TIMEOUT_S = 180.0
+SETTLE_WINDOW_S = 1.0
+QUIET_CORES = 0.05  # a broker using less CPU than this is idle
 KAFKA_HEAP = "1g"  # kafka-server-start.sh's default
 Rows = list[dict[str, Any]]  # one per (round, endpoint, workload): name, metrics
 
@@ -68,17 +73,40 @@ def kafka_broker() -> Iterator[Endpoint]:
 
 def run(plan: Plan, endpoints: Sequence[Endpoint]) -> Rows:
     rows: Rows = []
+    settle(endpoints)
     for round_no in range(1, plan.rounds + 1):
         for endpoint in endpoints:
             ctx = Context(endpoint, plan.scale, round_no)
             for name in plan.workloads:
                 plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<8} {name}")
                 started = time.monotonic()
-                metrics = WORKLOADS[name](ctx)
-                rows.append({"round": round_no, "endpoint": endpoint.name, "workload": name,
-                             "seconds": round(time.monotonic() - started, 1), "metrics": metrics})
+                row = {"round": round_no, "endpoint": endpoint.name, "workload": name, "metrics": {}}
+                try:
+                    row["metrics"] = WORKLOADS[name](ctx)
+                except Exception as error:  # reported in its row; the other workloads still run
+                    row["error"] = f"{type(error).__name__}: {error}"
+                row["seconds"] = round(time.monotonic() - started, 1)
+                rows.append(row)
             cleanup(ctx)
+            plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<8} settling")
+            settle(endpoints)
     return rows
+
+
+def settle(endpoints: Sequence[Endpoint]) -> None:
+    """Start the next endpoint on a quiet machine: write back the page cache the last one
+    dirtied, and wait (bounded) until no broker is busy with leftovers such as deleting
+    10,000 partitions, so that work is not billed to the other system."""
+    os.sync()
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    for endpoint in endpoints:
+        if endpoint.pid is None:
+            continue
+        while time.monotonic() < deadline:
+            before = cpu_seconds(endpoint.pid)
+            time.sleep(SETTLE_WINDOW_S)  # measuring a rate over a window, not waiting for an event
+            if cpu_seconds(endpoint.pid) - before < QUIET_CORES * SETTLE_WINDOW_S:
+                break
 
 
 def medians(rows: Rows) -> dict[tuple[str, str], dict[str, float]]:
@@ -101,7 +129,7 @@ def report(rows: Rows) -> str:
     endpoints = list(dict.fromkeys(row["endpoint"] for row in rows))
     both = endpoints == ["martlet", "kafka"]
     head = f"{'workload':<22}{'metric':<14}" + "".join(f"{ep:>12}" for ep in endpoints)
-    lines = ["medians over %d round(s)" % max(row["round"] for row in rows),
+    lines = ["medians over %d round(s)" % max((row["round"] for row in rows), default=0),
              head + (f"{'ratio':>8}  better" if both else "")]
     for (workload, metric), by_ep in table.items():
         line = f"{workload:<22}{metric:<14}" + "".join(f"{by_ep.get(ep, float('nan')):>12.2f}" for ep in endpoints)
@@ -110,16 +138,20 @@ def report(rows: Rows) -> str:
         lines.append(line)
     lines += ["", "raw rows", f"{'round':<6}{'endpoint':<10}{'workload':<22}metrics"]
     for row in rows:
-        shown = ", ".join(f"{k} {v:.2f}" for k, v in row["metrics"].items())
+        shown = row.get("error") or ", ".join(f"{k} {v:.2f}" for k, v in row["metrics"].items())
         lines.append(f"{row['round']:<6}{row['endpoint']:<10}{row['workload']:<22}{shown}")
     return "\n".join(lines)
+
+
+def errors(rows: Rows) -> list[str]:
+    return [f"round {r['round']} {r['endpoint']} {r['workload']}: {r['error']}" for r in rows if "error" in r]
 
 
 def check(rows: Rows, baseline: dict[str, float]) -> list[str]:
     """Regression guard: every recorded ratio ("workload metric" -> ratio) must hold at least
     half its value (for lower-is-better metrics: at most twice). Returns what failed."""
     got = ratios(rows)
-    failures = []
+    failures = errors(rows)
     for key, recorded in baseline.items():
         workload, metric = key.split(" ", 1)
         ratio = got.get((workload, metric))
