@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .protocol.codec import (
@@ -13,8 +14,15 @@ from .protocol.codec import (
     encode_response,
     peek_header,
     response_type,
+    RequestHeader,
 )
+from .protocol.produce_wire import decode_produce, encode_produce_response
 from .handlers.registry import Api
+
+# APIs read and written by hand instead of through kio, for speed (held to kio by tests)
+HAND_WRITTEN: dict[int, tuple[Callable[..., tuple[RequestHeader, Any]], Callable[[RequestHeader, Any], bytes]]] = {
+    0: (decode_produce, encode_produce_response),
+}
 from .handlers.versions import unsupported_version_body
 
 
@@ -32,8 +40,14 @@ class Dispatcher:
             if peeked.api_key == API_VERSIONS_KEY:
                 return encode_response(peeked, build(response_type(API_VERSIONS_KEY, 0), unsupported_version_body()))
             raise ProtocolError(f"api {peeked.api_key} version {peeked.api_version} is not supported")
-        header, body = decode_request(frame, peeked.api_key, peeked.api_version, client_host)
+        wire = HAND_WRITTEN.get(peeked.api_key)
+        if wire is not None:
+            header, body = wire[0](frame, peeked.api_version, client_host)
+        else:
+            header, body = decode_request(frame, peeked.api_key, peeked.api_version, client_host)
         answer = await api.handler(self.ctx, header, body)
         if answer is None:
             return None
+        if wire is not None:
+            return wire[1](header, answer)
         return encode_response(header, build_response(header, answer))

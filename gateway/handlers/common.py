@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 def millis(value: Any) -> int:
     """kio hands durations over as timedelta; Kafka speaks milliseconds."""
     if isinstance(value, datetime.timedelta):
-        return int(value.total_seconds() * 1000)
+        return value // datetime.timedelta(milliseconds=1)  # exact: floats turned 1001 ms into 1000
     return int(value)
 
 

@@ -1,0 +1,75 @@
+"""The hand-written Produce codec against kio: for any request kio writes, both readers
+give the same fields; for any answer a handler returns, both writers give the same bytes."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kio.schema.produce.v9 import request as v9
+
+from martlet.gateway.handlers.common import millis
+from martlet.gateway.protocol.codec import (
+    ProtocolError,
+    RequestHeader,
+    build_response,
+    decode_request,
+    encode_response,
+    request_type,
+)
+from martlet.gateway.protocol.produce_wire import decode_produce, encode_produce_response
+from tests.property.test_codec_roundtrip import ERROR_CODES, I32, I64, MILLIS, SETTINGS, TEXT, encode_request, entities
+
+VERSIONS = [3, 5, 7, 8, 9, 10, 11]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_requests_decode_as_kio_decodes_them(version: int) -> None:
+    @SETTINGS
+    @given(entities(request_type(0, version)), I32, st.none() | TEXT)
+    def check(body: Any, correlation_id: int, client_id: str | None) -> None:
+        frame = encode_request(body, correlation_id, client_id)
+        kio_header, kio_body = decode_request(frame, 0, version, "/h")
+        header, request = decode_produce(bytearray(frame), version, "/h")
+        assert header == kio_header
+        assert (request.transactional_id, request.acks, millis(request.timeout)) == (
+            kio_body.transactional_id, kio_body.acks, millis(kio_body.timeout))
+        assert [(t.name, [(p.index, None if p.records is None else bytes(p.records)) for p in t.partition_data])
+                for t in request.topic_data] == [
+            (t.name, [(p.index, p.records) for p in t.partition_data]) for t in kio_body.topic_data]
+
+    check()
+
+
+def test_a_truncated_request_is_a_protocol_error() -> None:
+    body = v9.ProduceRequest(transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30), topic_data=(
+        v9.TopicProduceData(name="t", partition_data=(v9.PartitionProduceData(index=0, records=b"x" * 70),)),))
+    frame = encode_request(body, 1, "c")
+    assert decode_produce(frame, 9)[1].topic_data[0].partition_data[0].records == b"x" * 70
+    for cut in (3, 10, len(frame) - 1):
+        with pytest.raises(ProtocolError):
+            decode_produce(frame[:cut], 9)
+
+
+PARTITION = st.fixed_dictionaries({
+    "index": I32, "error_code": ERROR_CODES, "base_offset": I64,
+    "log_append_time": st.integers(-3, 4_102_444_800_000),  # kio's writer takes dates up to year 9999
+    "log_start_offset": I64}, optional={"error_message": st.none() | TEXT})
+ANSWER = st.fixed_dictionaries({
+    "responses": st.lists(st.fixed_dictionaries({"name": TEXT, "partition_responses": st.lists(PARTITION, max_size=3)}),
+                          max_size=3),
+    "throttle_time": MILLIS})
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_answers_encode_to_kios_bytes(version: int) -> None:
+    @SETTINGS
+    @given(ANSWER, I32)
+    def check(answer: dict[str, Any], correlation_id: int) -> None:
+        header = RequestHeader(0, version, correlation_id, "c")
+        assert encode_produce_response(header, answer) == encode_response(header, build_response(header, answer))
+
+    check()
