@@ -27,7 +27,7 @@ from typing import Any
 
 from ..reference.kafka import ReferenceKafka
 from .probe import cpu_seconds
-from .workloads import LATE, METRICS, QUICK, WORKLOADS, Context, Endpoint, Scale, cleanup
+from .workloads import LATE, METRICS, QUICK, WORKLOADS, Context, Endpoint, Scale, cleanup, warm_up
 
 START_TIMEOUT_S = 60.0
 SETTLE_TIMEOUT_S = 180.0
@@ -84,6 +84,9 @@ def run(plan: Plan, endpoints: Sequence[Endpoint]) -> Rows:
     Topics are deleted only after the last round."""
     rows: Rows = []
     phases = [[n for n in plan.workloads if n not in LATE], [n for n in plan.workloads if n in LATE]]
+    for endpoint in endpoints:
+        plan.progress(f"warming up {endpoint.name}")
+        warm_up(Context(endpoint, plan.scale, 0))
     settle(endpoints)
     for names in filter(None, phases):
         for round_no in range(1, plan.rounds + 1):

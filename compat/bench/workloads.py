@@ -7,6 +7,7 @@ one's unit and which way is better, so the report can compare without knowing wo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import select
 import subprocess
@@ -61,6 +62,7 @@ class Scale:
     latency_rate: int = 1000
     partition_topics: int = 100  # 10,000 partitions: topics x 100
     partitions_per_topic: int = 100
+    warm_up_bytes: int = 300 * MB  # produced and read back, unmeasured, before round 1
 
 
 QUICK = Scale(produce_bytes=100 * MB, small_records=200_000, latency_seconds=10,
@@ -246,6 +248,15 @@ WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "latency-1k": latency,
     "partitions-10k": many_partitions,
 }
+
+
+def warm_up(ctx: Context) -> None:
+    """Produce and consume some data unmeasured: the JVM compiles Kafka's hot paths during
+    its first gigabyte, and every client connection path gets exercised once."""
+    scale = dataclasses.replace(ctx.scale, produce_bytes=ctx.scale.warm_up_bytes)
+    warm = Context(ctx.endpoint, scale, 0)
+    WORKLOADS["produce-1k-acks1"](warm)
+    WORKLOADS["consume-1k"](warm)
 
 
 LATE = {"partitions-10k"}  # run after every round of the others (see runner.run)

@@ -15,7 +15,9 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
 BASELINE = Path(__file__).parents[2] / "compat" / "bench" / "baseline.json"
-GUARDED = "produce-1k-acks1,produce-1k-acksall,consume-1k,produce-100b-linger0"
+# The 100-byte workload is left out: its ratio swings between runs (0.2 to 1.6 measured),
+# as librdkafka's batches at linger.ms=0 grow or shrink with the broker's answer time.
+GUARDED = "produce-1k-acks1,produce-1k-acksall,consume-1k"
 BENCH_TIMEOUT_S = 900.0
 
 
