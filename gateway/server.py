@@ -125,7 +125,7 @@ class Connection(asyncio.BufferedProtocol):
             while (frame := await self._next_frame()) is not None:
                 response = await self.server.dispatcher.handle(frame, self.client_host)
                 if response is not None and self.transport is not None and not self.transport.is_closing():
-                    self.transport.write(response)
+                    self.transport.writelines(response)  # records go out without being joined
                     await self._writable.wait()
             if self.reader.pending_bytes:
                 log.warning("closing connection from %s: it ended inside a frame (%d bytes pending)",

@@ -124,7 +124,7 @@ class _Reader:
 
 
 def decode_produce(frame: bytes | bytearray | memoryview, version: int,
-                   client_host: str = "") -> tuple[RequestHeader, ProduceRequest]:
+                   client_host: str = "", api_key: int = 0) -> tuple[RequestHeader, ProduceRequest]:
     reader = _Reader(memoryview(frame).toreadonly(), 0, False)
     try:
         _, _, correlation_id = reader.fixed(HEADER_FIXED)
@@ -159,19 +159,19 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
     if flexible:
         out.append(0)  # response header v1: no tagged fields
     topics = answer["responses"]
-    _length(out, len(topics), flexible)
+    length(out, len(topics), flexible)
     for topic in topics:
-        _string(out, topic["name"], flexible)
+        string(out, topic["name"], flexible)
         partitions = topic["partition_responses"]
-        _length(out, len(partitions), flexible)
+        length(out, len(partitions), flexible)
         for p in partitions:
             append_time = max(p["log_append_time"], -1)  # -1: none (what kio writes for any negative)
             out += PARTITION_ANSWER.pack(p["index"], int(p["error_code"]), p["base_offset"], append_time)
             if version >= 5:
                 out += I64.pack(p["log_start_offset"])
             if version >= 8:
-                _length(out, 0, flexible)  # record_errors: Martlet refuses whole batches
-                _string(out, p.get("error_message"), flexible)
+                length(out, 0, flexible)  # record_errors: Martlet refuses whole batches
+                string(out, p.get("error_message"), flexible)
             if flexible:
                 out.append(0)
         if flexible:
@@ -190,14 +190,15 @@ def _uvarint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
-def _length(out: bytearray, size: int, flexible: bool) -> None:
+def length(out: bytearray, size: int, flexible: bool) -> None:
+    """An array, bytes or string length; -1 for null."""
     if flexible:
         _uvarint(out, size + 1)
     else:
         out += I32.pack(size)
 
 
-def _string(out: bytearray, text: str | None, flexible: bool) -> None:
+def string(out: bytearray, text: str | None, flexible: bool) -> None:
     if text is None:
         if flexible:
             out.append(0)

@@ -67,7 +67,7 @@ class Broker:
         """Dispatch one request frame (no size prefix); the response frame or None."""
         answer = self.loop.run_until_complete(self.dispatcher.handle(frame))
         self.loop.run_until_complete(self.engine.flush())
-        return answer
+        return None if answer is None else b"".join(answer)
 
     # -- shortcuts
 

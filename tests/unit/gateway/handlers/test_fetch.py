@@ -153,7 +153,7 @@ def test_long_poll_ends_when_data_arrives(broker: Broker) -> None:
                 {"index": 0, "records": record_batch([b"wake"])}]}]}), 4)[4:])
         assert await arrived is not None
         answer = await asyncio.wait_for(polling, 5.0)
-        return answer, time.monotonic() - started
+        return None if answer is None else b"".join(answer), time.monotonic() - started
 
     answer, elapsed = broker.loop.run_until_complete(scenario())
     assert answer is not None and elapsed < 5.0

@@ -154,7 +154,7 @@ def _answered_with_checkpoint(broker: Broker, topic: str, acks: int) -> tuple[in
         raw = encode_request(broker.request(PRODUCE, 9, body), 7, "unit")
         answer = await broker.dispatcher.handle(raw[4:])
         seen.update(checkpoint=partition.checkpoint, end=partition.end_offset)
-        _, decoded = decode_response(answer[4:], PRODUCE, 9)
+        _, decoded = decode_response(b"".join(answer)[4:], PRODUCE, 9)
         seen["error"] = one(decoded).error_code
 
     broker.loop.run_until_complete(produce_and_look())
