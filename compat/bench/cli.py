@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .runner import Plan, check, errors, kafka_broker, martlet_broker, report, run, to_json
@@ -82,7 +82,7 @@ def _run(plan: Plan, options: argparse.Namespace) -> list[dict[str, object]]:
         return run(plan, [martlet, kafka])
 
 
-def _progress_printer():  # type: ignore[no-untyped-def]
+def _progress_printer() -> Callable[[str], None]:
     """One line on stderr, rewritten in place on a terminal; plain lines otherwise."""
     tty = sys.stderr.isatty()
 

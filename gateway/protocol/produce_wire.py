@@ -135,13 +135,13 @@ def decode_produce(frame: bytes | bytearray | memoryview, version: int,
         acks, timeout_ms = reader.fixed(ACKS_TIMEOUT)
         topics = []
         for _ in range(reader.array_length()):
-            name = reader.string(nullable=False)
+            name = reader.string(nullable=False) or ""  # never None: nullable=False raises instead
             partitions = []
             for _ in range(reader.array_length()):
                 (index,) = reader.fixed(I32)
                 partitions.append(PartitionData(index, reader.nullable_bytes()))
                 reader.tags()
-            topics.append(TopicData(name, partitions))  # type: ignore[arg-type]
+            topics.append(TopicData(name, partitions))
             reader.tags()
         reader.tags()
     except (struct.error, IndexError, UnicodeDecodeError) as error:
