@@ -27,7 +27,7 @@ from typing import Any
 
 from ..reference.kafka import ReferenceKafka
 from .probe import cpu_seconds
-from .workloads import LATE, METRICS, QUICK, WORKLOADS, Context, Endpoint, Scale, cleanup, warm_up
+from .workloads import LATE, METRICS, WORKLOADS, Context, Endpoint, Scale, cleanup, warm_up
 
 START_TIMEOUT_S = 60.0
 SETTLE_TIMEOUT_S = 180.0
@@ -188,5 +188,3 @@ def to_json(rows: Rows) -> str:
     table = [{"workload": w, "metric": m, "medians": by_ep} for (w, m), by_ep in medians(rows).items()]
     return json.dumps({"medians": table, "rows": rows}, indent=2)
 
-
-__all__ = ["QUICK", "Plan", "Scale", "check", "kafka_broker", "martlet_broker", "report", "run", "to_json"]
