@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
 
 class SystemClock:
@@ -20,3 +21,7 @@ class ManualClock:
     def advance(self, delta_ms: int) -> None:
         assert delta_ms >= 0, "time only moves forward"
         self._now_ms += delta_ms
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...

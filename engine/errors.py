@@ -75,3 +75,7 @@ class StaleSession(EngineError):
 
 class PartitionClosed(EngineError):
     """The partition was closed (topic deleted, broker stopping) while a caller waited."""
+
+
+class NotServedHere(EngineError):
+    """The partition (or coordinator) lives on another node of the cluster."""

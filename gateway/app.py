@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import os
-import uuid
 from dataclasses import replace
 
-from ..engine.errors import DataDirLocked
-from ..engine.service import Engine
-from ..engine.store.atomic import read_whole, write_atomically
-from ..engine.store.local import LocalStore
-from ..engine.store.base import Store
+from ..engine.api import Engine, LocalStore, Store, hdfs_store
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
-from .handlers.registry import load_all
+from .registry import apis
 from .server import Server
+from .settings import GatewaySettings
 
 log = logging.getLogger(__name__)
-CLUSTER_ID_PATH = "cluster-id"
 LOCK_PATH = "serve.lock"
 
 
@@ -42,8 +36,8 @@ class Broker:
         self.engine.open()
         self.engine.start_background()
         settings = self.config.gateway
-        ctx = Context(self.engine, settings, _cluster_id(self.store))
-        self.server = Server(Dispatcher(ctx, load_all()), settings.frame_bytes_max)
+        ctx = Context.of(self.engine, settings, self.engine.cluster_id, apis())
+        self.server = Server(Dispatcher(ctx), settings.frame_bytes_max)
         self.address = await self.server.start(settings.listen_host, settings.listen_port)
         ctx.settings = _advertise(settings, self.config.advertised, self.address)
         return self.address
@@ -55,29 +49,17 @@ class Broker:
         self._lock.release()
 
 
-def _advertise(settings, advertised: str | None, bound: tuple[str, int]):  # type: ignore[no-untyped-def]
+def _advertise(settings: GatewaySettings, advertised: str | None, bound: tuple[str, int]) -> GatewaySettings:
     host, port = parse_address(advertised) if advertised else bound
     return replace(settings, advertised_host=host, advertised_port=port)
 
 
 def _hdfs_store(url: str) -> Store:
-    from ..engine.store.hdfs import HdfsStore  # only a cluster needs the HDFS client loaded
-
     address, root = split_hdfs_url(url)
     try:
-        return HdfsStore(address, root)
+        return hdfs_store(address, root)
     except Exception as error:  # hdfs-native reports an unreachable NameNode as RuntimeError
         raise OSError(f"cannot use HDFS store {url}: {error}") from None
-
-
-def _cluster_id(store: Store) -> str:
-    if store.exists(CLUSTER_ID_PATH):
-        return read_whole(store, CLUSTER_ID_PATH).decode().strip()
-    cluster_id = "-"
-    while cluster_id.startswith("-"):  # as Kafka's ids: a leading '-' reads as a CLI option
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    write_atomically(store, CLUSTER_ID_PATH, cluster_id.encode())
-    return cluster_id
 
 
 async def run_until_signalled(broker: Broker, ready: asyncio.Event | None = None) -> None:
@@ -94,4 +76,4 @@ async def run_until_signalled(broker: Broker, ready: asyncio.Event | None = None
     await broker.stop()
 
 
-__all__ = ["Broker", "DataDirLocked", "run_until_signalled"]
+__all__ = ["Broker", "run_until_signalled"]

@@ -8,7 +8,7 @@ import logging
 import sys
 from dataclasses import replace
 
-from ..engine.errors import DataDirLocked
+from ..engine.api import errors
 from .config import ConfigError, load, with_listen, with_store
 
 
@@ -56,7 +56,7 @@ def serve(args: argparse.Namespace) -> int:
         if args.store:
             config = with_store(config, args.store)
         broker = Broker(config)
-    except (ConfigError, DataDirLocked, OSError) as error:
+    except (ConfigError, errors.DataDirLocked, OSError) as error:
         print(f"martlet: {error}", file=sys.stderr)
         return 2
     _use_uvloop()

@@ -35,10 +35,8 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..engine.catalog.config import TopicConfig
-from ..engine.errors import InvalidConfig
-from ..engine.groups.classic import GroupLimits
-from ..engine.settings import EngineSettings
+from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
+
 from .settings import GatewaySettings
 
 
@@ -83,7 +81,7 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
     gateway_settings = _fill(config.gateway, gateway, "gateway")
     try:
         topic_defaults = TopicConfig().updated(dict(doc.get("topic_defaults", {})))
-    except InvalidConfig as error:
+    except errors.InvalidConfig as error:
         raise ConfigError(f"[topic_defaults]: {error}") from None
     groups = _fill(GroupLimits(), dict(doc.get("groups", {})), "groups")
     engine = _fill(EngineSettings(topic_defaults=topic_defaults, groups=groups), dict(doc.get("engine", {})), "engine")

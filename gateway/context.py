@@ -1,16 +1,32 @@
-"""What a handler sees: the engine, this broker's identity, and gateway settings."""
+"""What a handler sees: the engine's services, this node, the served APIs, gateway settings."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..engine.service import Engine
+from ..engine.api import Clock, Engine, Groups, Partitions, ProducerIds, Topics
 from .settings import GatewaySettings
+
+if TYPE_CHECKING:
+    from .handlers.api import Api
+    from .protocol.apis import ApiKey
 
 
 @dataclass(slots=True)
 class Context:
-    engine: Engine
+    topics: Topics
+    partitions: Partitions
+    groups: Groups
+    producer_ids: ProducerIds
+    clock: Clock
     settings: GatewaySettings
     cluster_id: str
+    apis: dict[ApiKey, Api]
     node_id: int = 1
+
+    @classmethod
+    def of(cls, engine: Engine, settings: GatewaySettings, cluster_id: str, apis: dict[ApiKey, Api]) -> Context:
+        """The context of a broker serving `engine` (opened already: its groups exist)."""
+        return cls(engine.topics, engine.partitions, engine.groups, engine.producer_ids, engine.clock, settings,
+                   cluster_id, apis)

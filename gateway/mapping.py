@@ -8,8 +8,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..engine import errors as engine_errors
-from ..engine.groups.types import GroupError
+from ..engine.api import GroupError
+from ..engine.api import errors as engine_errors
 
 _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (engine_errors.CorruptBatch, ErrorCode.corrupt_message),

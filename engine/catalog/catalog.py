@@ -5,6 +5,9 @@ Layout under the store root:
     topics/<owner#name#uuid>/<index>/        one directory per physical partition
 A topic being deleted is first renamed to `<resource>.deleted`, so a crash in the middle
 of removing its files never brings it back.
+
+Changes run on the engine's admin thread while the event loop reads: the table of topics is
+never changed in place but replaced whole, so a reader iterates a consistent snapshot.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class Catalog:
                 self.store.delete(f"{TOPICS_DIR}/{entry}")
             elif self.store.exists(f"{TOPICS_DIR}/{entry}/topic.json"):
                 topic = Topic.from_json(read_whole(self.store, f"{TOPICS_DIR}/{entry}/topic.json"))
-                self._topics[topic.name] = topic
+                self._topics = {**self._topics, topic.name: topic}
 
     def __iter__(self) -> Iterator[Topic]:
         return iter(sorted(self._topics.values(), key=lambda t: t.name))
@@ -83,7 +86,7 @@ class Catalog:
         topic = self.get(name)
         tombstone = topic_dir(topic) + DELETED_SUFFIX
         self.store.rename(topic_dir(topic), tombstone)
-        del self._topics[name]
+        self._topics = {key: value for key, value in self._topics.items() if key != name}
         self.store.delete(tombstone)
         return topic
 
@@ -97,5 +100,5 @@ class Catalog:
 
     def _save(self, topic: Topic) -> None:
         write_atomically(self.store, f"{topic_dir(topic)}/topic.json", topic.to_json())
-        self._topics[topic.name] = topic
+        self._topics = {**self._topics, topic.name: topic}
 

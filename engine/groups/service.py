@@ -189,11 +189,18 @@ class Groups:
         """OffsetFetch v9+ from a member of a consumer-protocol group must carry its epoch."""
         return self.consumer.validate_fetch(group_id, member_id, member_epoch)
 
-    def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
+    async def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
         self.offsets.commit(group_id, offsets)
 
     def committed(self, group_id: str, topic: str, partition: int, topic_id: str) -> CommittedOffset | None:
         return self.offsets.fetch(group_id, topic, partition, topic_id)
+
+    def all_committed(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+        """Every offset the group committed, by (topic, partition); a topic's id may be stale."""
+        return self.offsets.group_offsets(group_id)
+
+    async def delete_offsets(self, group_id: str, topic: str, partitions: list[int]) -> None:
+        self.offsets.delete_offsets(group_id, topic, partitions)
 
     def expire_offsets(self) -> int:
         return self.offsets.expire(self.now_ms(), self.offsets_retention_ms, self.is_empty)

@@ -214,9 +214,18 @@ class Partition:
         return self.history.end_offset_for(session, self.end_offset)
 
     def close(self) -> None:
-        """Close the log (what is not persisted yet is dropped: the persister drains first
-        on a graceful stop) and fail whoever waits for C."""
+        """Event loop: stop taking writes and fail whoever waits for C; what is not persisted
+        is dropped (the persister drains first on a graceful stop). `close_log` then closes
+        the files, off the loop."""
         self.closed = True
+        self.pool.forget(self.tail, self.tail.unpersisted_bytes)
+        for _, future in self._checkpoint_waiters:
+            if not future.done():
+                future.set_exception(PartitionClosed(f"{self.path} closed before the write was persisted"))
+        self._checkpoint_waiters.clear()
+
+    def close_log(self) -> None:
+        """Worker thread, after `close`: close the log's files (a store call)."""
         log, lock = self._log_state
         if lock.acquire(timeout=CLOSE_WAIT_S):
             try:
@@ -225,11 +234,6 @@ class Partition:
                 lock.release()
         else:
             logger.warning("%s: a store call never returned; closing without a clean shutdown", self.path)
-        self.pool.forget(self.tail, self.tail.unpersisted_bytes)
-        for _, future in self._checkpoint_waiters:
-            if not future.done():
-                future.set_exception(PartitionClosed(f"{self.path} closed before the write was persisted"))
-        self._checkpoint_waiters.clear()
 
 
 def _copy(state: ProducerState) -> ProducerState:

@@ -6,13 +6,27 @@ alteration with INVALID_REQUEST.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable
 
+from kio.schema.alter_configs.v2.request import AlterConfigsRequest
+from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
 from kio.schema.errors import ErrorCode
+from kio.schema.incremental_alter_configs.v1.request import AlterableConfig, IncrementalAlterConfigsRequest
 
-from ...engine.errors import EngineError, InvalidConfig
+from ...engine.api import Topic, errors
+from ..context import Context
 from ..mapping import CONFIG_NAMES, config_to_engine, engine_overrides_to_kafka, error_code
-from .registry import handles
+from ..protocol.answers import (
+    AlterConfigsAnswer,
+    AlterConfigsResourceAnswer,
+    CreateTopicsCreatableTopicConfigsAnswer,
+    DescribeConfigsAnswer,
+    DescribeConfigsResultAnswer,
+    IncrementalAlterConfigsAnswer,
+)
+from ..protocol.apis import ApiKey
+from ..protocol.codec import RequestHeader
+from .api import handles
 
 TOPIC = 2
 BROKER = 4
@@ -20,83 +34,97 @@ SOURCE_TOPIC = 1
 SOURCE_DEFAULT = 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
+# One entry's shape serves DescribeConfigs and CreateTopics (whose shape has no synonyms,
+# documentation or type before the versions that add them).
+ConfigEntry = CreateTopicsCreatableTopicConfigsAnswer
+# The AlterConfigs and IncrementalAlterConfigs answers per resource have the same fields.
+Altered = AlterConfigsResourceAnswer
+NewOverrides = Callable[[dict[str, str]], dict[str, str | None]]
 
-def describe_topic_configs(topic: Any, keys: Any) -> list[dict[str, Any]]:
-    entries = []
+
+def describe_topic_configs(topic: Topic, keys: Iterable[str] | None) -> list[ConfigEntry]:
+    entries: list[ConfigEntry] = []
     for spec in CONFIG_NAMES:
         if keys and spec.kafka not in keys:
             continue
         overridden = spec.engine in topic.overrides
         entries.append({"name": spec.kafka, "value": spec.to_kafka(getattr(topic.config, spec.engine)),
                         "read_only": False, "config_source": SOURCE_TOPIC if overridden else SOURCE_DEFAULT,
-                        "is_default": not overridden, "is_sensitive": False, "synonyms": [],
-                        "config_type": spec.type_code, "documentation": None})
+                        "is_sensitive": False})
     return entries
 
 
-@handles(32, 1, 4)
-async def describe_configs(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
+@handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
+async def describe_configs(ctx: Context, header: RequestHeader, request: DescribeConfigsRequest) -> DescribeConfigsAnswer:
     return {"throttle_time": 0, "results": [_describe_one(ctx, r) for r in request.resources]}
 
 
-def _describe_one(ctx: Any, resource: Any) -> dict[str, Any]:
-    answer = {"error_code": ErrorCode.none, "error_message": None, "resource_type": resource.resource_type,
-              "resource_name": resource.resource_name, "configs": []}
+def _describe_one(ctx: Context, resource: DescribeConfigsResource) -> DescribeConfigsResultAnswer:
+    answer: DescribeConfigsResultAnswer = {
+        "error_code": ErrorCode.none, "error_message": None, "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name, "configs": []}
     if resource.resource_type == BROKER:
         return answer
     if resource.resource_type != TOPIC:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": "unsupported resource type"}
     try:
-        topic = ctx.engine.topic(resource.resource_name)
-    except EngineError as error:
+        topic = ctx.topics.get(resource.resource_name)
+    except errors.EngineError as error:
         return answer | {"error_code": error_code(error), "error_message": str(error)}
-    return answer | {"configs": describe_topic_configs(topic, resource.configuration_keys)}
+    entries = [{**entry, "synonyms": [], "config_type": _type_code(entry["name"]), "documentation": None}
+               for entry in describe_topic_configs(topic, resource.configuration_keys)]
+    return answer | {"configs": entries}  # type: ignore[typeddict-item]  # the entries are DescribeConfigs' shape
 
 
-@handles(33, 0, 2)
-async def alter_configs(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
+def _type_code(kafka_name: str) -> int:
+    return next(spec.type_code for spec in CONFIG_NAMES if spec.kafka == kafka_name)
+
+
+@handles(ApiKey.ALTER_CONFIGS, 0, 2)
+async def alter_configs(ctx: Context, header: RequestHeader, request: AlterConfigsRequest) -> AlterConfigsAnswer:
     answers = []
     for resource in request.resources:
-        wanted = {c.name: c.value for c in resource.configs}
-        answers.append(_alter(ctx, resource, lambda _current: wanted, request.validate_only))
+        wanted: dict[str, str | None] = {c.name: c.value for c in resource.configs}
+        answers.append(await _alter(ctx, resource.resource_type, resource.resource_name, lambda _current: wanted,
+                                    request.validate_only))
     return {"throttle_time": 0, "responses": answers}
 
 
-@handles(44, 0, 1)
-async def incremental_alter_configs(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
+@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1)
+async def incremental_alter_configs(ctx: Context, header: RequestHeader,
+                                    request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsAnswer:
     answers = []
     for resource in request.resources:
-        answers.append(_alter(ctx, resource, lambda current, r=resource: _apply_ops(current, r.configs),
-                              request.validate_only))
+        def apply(current: dict[str, str], operations: tuple[AlterableConfig, ...] = resource.configs) -> dict[str, str | None]:
+            return _apply_ops(current, operations)
+        answers.append(await _alter(ctx, resource.resource_type, resource.resource_name, apply,
+                                    request.validate_only))
     return {"throttle_time": 0, "responses": answers}
 
 
-def _apply_ops(current: dict[str, str], operations: Any) -> dict[str, str]:
-    result = dict(current)
+def _apply_ops(current: dict[str, str], operations: Iterable[AlterableConfig]) -> dict[str, str | None]:
+    result: dict[str, str | None] = dict(current)
     for op in operations:
         if op.config_operation == SET:
             result[op.name] = op.value
         elif op.config_operation == DELETE:
             result.pop(op.name, None)
         else:
-            raise InvalidConfig(f"APPEND and SUBTRACT do not apply to {op.name!r}: it is not a list")
+            raise errors.InvalidConfig(f"APPEND and SUBTRACT do not apply to {op.name!r}: it is not a list")
     return result
 
 
-def _alter(ctx: Any, resource: Any, new_overrides: Any, validate_only: bool) -> dict[str, Any]:
-    answer = {"error_code": ErrorCode.none, "error_message": None, "resource_type": resource.resource_type,
-              "resource_name": resource.resource_name}
-    if resource.resource_type != TOPIC:
+async def _alter(ctx: Context, resource_type: int, name: str, new_overrides: NewOverrides,
+                 validate_only: bool) -> Altered:
+    answer: Altered = {"error_code": ErrorCode.none, "error_message": None, "resource_type": resource_type,
+                       "resource_name": name}
+    if resource_type != TOPIC:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": "only topic configs can be altered"}
     try:
-        topic = ctx.engine.topic(resource.resource_name)
+        topic = ctx.topics.get(name)
         current = engine_overrides_to_kafka(topic.config, topic.overrides)
-        overrides = dict(config_to_engine(name, value) for name, value in new_overrides(current).items())
-        if validate_only:
-            ctx.engine.settings.topic_defaults.updated(overrides)
-        else:
-            ctx.engine.reconfigure_topic(topic.name, overrides)
-    except EngineError as error:
+        overrides = dict(config_to_engine(key, value) for key, value in new_overrides(current).items())
+        await ctx.topics.reconfigure(topic.name, overrides, validate_only)
+    except errors.EngineError as error:
         return answer | {"error_code": error_code(error), "error_message": str(error)}
     return answer
-

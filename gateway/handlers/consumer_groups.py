@@ -8,35 +8,47 @@ never waits: a member learns of a new assignment on its next heartbeat.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
+from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest, TopicPartitions
 from kio.schema.errors import ErrorCode
 
-from ...engine.groups.types import Assignment, ConsumerGroupView, GroupError, HeartbeatRequest, TopicLookup
+from ...engine.api import Assignment, ConsumerGroupView, GroupError, HeartbeatRequest, TopicLookup, Topics
+from ..context import Context
 from ..mapping import group_code
+from ..protocol.answers import (
+    ConsumerGroupDescribeAnswer,
+    ConsumerGroupDescribeAssignmentAnswer,
+    ConsumerGroupDescribeDescribedGroupAnswer,
+    ConsumerGroupHeartbeatAnswer,
+    ConsumerGroupHeartbeatAssignmentAnswer,
+)
+from ..protocol.apis import ApiKey
+from ..protocol.codec import RequestHeader
+from .api import handles
 from .common import millis
-from .registry import handles
 
 NO_OPERATIONS = -2147483648
 CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1 member_type: +1 for a consumer-protocol member
 
 
-def topic_lookup(catalog: Any) -> TopicLookup:
+def topic_lookup(topics: Topics) -> TopicLookup:
     def partitions_of(name: str) -> int | None:
-        topic = catalog.find(name)
+        topic = topics.find(name)
         return None if topic is None else topic.partition_count
 
     def topic_id_of(name: str) -> str | None:
-        topic = catalog.find(name)
+        topic = topics.find(name)
         return None if topic is None else topic.resource.uid.hex
 
-    return TopicLookup(partitions_of, topic_id_of, lambda: [topic.name for topic in catalog])
+    return TopicLookup(partitions_of, topic_id_of, lambda: [topic.name for topic in topics])
 
 
-@handles(68, 0, 1)
-async def consumer_group_heartbeat(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
-    result = ctx.engine.groups.consumer_heartbeat(_heartbeat_request(header, request), topic_lookup(ctx.engine.catalog))
-    assignment = None
+@handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1)
+async def consumer_group_heartbeat(ctx: Context, header: RequestHeader,
+                                   request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatAnswer:
+    result = ctx.groups.consumer_heartbeat(_heartbeat_request(header, request), topic_lookup(ctx.topics))
+    assignment: ConsumerGroupHeartbeatAssignmentAnswer | None = None
     if result.assignment is not None:
         assignment = {"topic_partitions": [{"topic_id": topic_id, "partitions": partitions}
                                            for topic_id, partitions in _by_topic(result.assignment)]}
@@ -45,7 +57,7 @@ async def consumer_group_heartbeat(ctx: Any, header: Any, request: Any) -> dict[
             "heartbeat_interval": result.heartbeat_interval_ms, "assignment": assignment}
 
 
-def _heartbeat_request(header: Any, request: Any) -> HeartbeatRequest:
+def _heartbeat_request(header: RequestHeader, request: ConsumerGroupHeartbeatRequest) -> HeartbeatRequest:
     names = request.subscribed_topic_names
     return HeartbeatRequest(
         group_id=request.group_id, member_id=request.member_id, member_epoch=request.member_epoch,
@@ -58,7 +70,7 @@ def _heartbeat_request(header: Any, request: Any) -> HeartbeatRequest:
         member_id_required=header.api_version >= 1)
 
 
-def _owned(topic_partitions: Any) -> Assignment | None:
+def _owned(topic_partitions: Iterable[TopicPartitions] | None) -> Assignment | None:
     if topic_partitions is None:
         return None
     return frozenset((tp.topic_id.hex, int(p)) for tp in topic_partitions if tp.topic_id is not None
@@ -72,40 +84,40 @@ def _by_topic(assignment: Iterable[tuple[str, int]]) -> list[tuple[str, list[int
     return list(grouped.items())
 
 
-@handles(69, 0, 1)
-async def consumer_group_describe(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
-    catalog = ctx.engine.catalog
-    lookup = topic_lookup(catalog)
-    names = {topic.resource.uid.hex: topic.name for topic in catalog}
+@handles(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1)
+async def consumer_group_describe(ctx: Context, header: RequestHeader,
+                                  request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeAnswer:
+    lookup = topic_lookup(ctx.topics)
+    names = {topic.resource.uid.hex: topic.name for topic in ctx.topics}
     groups = []
     for group_id in request.group_ids:
-        view = ctx.engine.groups.describe_consumer(group_id, lookup)
+        view = ctx.groups.describe_consumer(group_id, lookup)
         groups.append(_not_found(ctx, group_id) if isinstance(view, GroupError) else _described(view, names))
     return {"throttle_time": 0, "groups": groups}
 
 
-def _not_found(ctx: Any, group_id: str) -> dict[str, Any]:
-    known = ctx.engine.groups.describe(group_id) is not None
+def _not_found(ctx: Context, group_id: str) -> ConsumerGroupDescribeDescribedGroupAnswer:
+    known = ctx.groups.describe(group_id) is not None
     message = f"Group {group_id} is not a consumer group." if known else f"Group {group_id} not found."
     return {"error_code": ErrorCode.group_id_not_found, "error_message": message, "group_id": group_id,
             "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
             "members": [], "authorized_operations": NO_OPERATIONS}
 
 
-def _described(view: ConsumerGroupView, names: dict[str, str]) -> dict[str, Any]:
-    members = [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
-                "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
-                "subscribed_topic_names": list(m.subscribed_topic_names),
-                "subscribed_topic_regex": m.subscribed_topic_regex,
-                "assignment": _described_assignment(m.assignment, names),
-                "target_assignment": _described_assignment(m.target_assignment, names),
-                "member_type": CONSUMER_MEMBER} for m in view.members]
+def _described(view: ConsumerGroupView, names: dict[str, str]) -> ConsumerGroupDescribeDescribedGroupAnswer:
     return {"error_code": ErrorCode.none, "error_message": None, "group_id": view.group_id,
             "group_state": view.state.value, "group_epoch": view.group_epoch,
             "assignment_epoch": view.assignment_epoch, "assignor_name": view.assignor_name,
-            "members": members, "authorized_operations": NO_OPERATIONS}
+            "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                         "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
+                         "subscribed_topic_names": list(m.subscribed_topic_names),
+                         "subscribed_topic_regex": m.subscribed_topic_regex,
+                         "assignment": _described_assignment(m.assignment, names),
+                         "target_assignment": _described_assignment(m.target_assignment, names),
+                         "member_type": CONSUMER_MEMBER} for m in view.members],
+            "authorized_operations": NO_OPERATIONS}
 
 
-def _described_assignment(assignment: Assignment, names: dict[str, str]) -> dict[str, Any]:
+def _described_assignment(assignment: Assignment, names: dict[str, str]) -> ConsumerGroupDescribeAssignmentAnswer:
     return {"topic_partitions": [{"topic_id": topic_id, "topic_name": names[topic_id], "partitions": partitions}
                                  for topic_id, partitions in _by_topic(assignment) if topic_id in names]}

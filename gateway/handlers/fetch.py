@@ -13,28 +13,32 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchRequest
 
-from ...engine.errors import EngineError
+from ...engine.api import PartitionInfo, TopicPartition, errors
+from ..context import Context
 from ..mapping import error_code
+from ..protocol.answers import FetchableTopicAnswer, FetchAnswer, FetchPartitionDataAnswer
+from ..protocol.apis import ApiKey
+from ..protocol.codec import RequestHeader
+from ..protocol.fetch_wire import encode_fetch_response
+from .api import Codec, handles
 from .common import epoch_error, millis
-from .registry import handles
 
 
 @dataclass(slots=True)
 class Wanted:
-    topic: str
-    partition: int
+    tp: TopicPartition
     offset: int
     leader_epoch: int
     max_bytes: int
 
 
-@handles(1, 4, 12)
-async def fetch(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
-    wanted = [Wanted(t.topic, p.partition, p.fetch_offset, getattr(p, "current_leader_epoch", -1),
+@handles(ApiKey.FETCH, 4, 12, Codec(encode=encode_fetch_response))
+async def fetch(ctx: Context, header: RequestHeader, request: FetchRequest) -> FetchAnswer:
+    wanted = [Wanted(TopicPartition(t.topic, p.partition), p.fetch_offset, getattr(p, "current_leader_epoch", -1),
                      p.partition_max_bytes) for t in request.topics for p in t.partitions]
     wait_ms = min(max(millis(request.max_wait), 0), ctx.settings.fetch_wait_ms_max)
     deadline = time.monotonic() + wait_ms / 1000
@@ -43,12 +47,12 @@ async def fetch(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
         remaining_ms = int((deadline - time.monotonic()) * 1000)
         if size >= request.min_bytes or failed or remaining_ms <= 0 or not wanted:
             break
-        watched = [((w.topic, w.partition), w.offset) for w in wanted]
-        await ctx.engine.wait_for_data(watched, remaining_ms)
+        await ctx.partitions.wait_for_data([(w.tp, w.offset) for w in wanted], remaining_ms)
     return {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": _group(answers)}
 
 
-async def _collect(ctx: Any, wanted: list[Wanted], max_bytes: int) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
+async def _collect(ctx: Context, wanted: list[Wanted],
+                   max_bytes: int) -> tuple[list[tuple[str, FetchPartitionDataAnswer]], int, bool]:
     answers = []
     size = 0
     failed = False
@@ -56,41 +60,43 @@ async def _collect(ctx: Any, wanted: list[Wanted], max_bytes: int) -> tuple[list
         answer = await _read(ctx, item, max(max_bytes - size, 0), first=size == 0)
         size += len(answer["records"] or b"")
         failed = failed or answer["error_code"] != ErrorCode.none
-        answers.append((item.topic, answer))
+        answers.append((item.tp.topic, answer))
     return answers, size, failed
 
 
-async def _read(ctx: Any, item: Wanted, budget_bytes: int, first: bool) -> dict[str, Any]:
+async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> FetchPartitionDataAnswer:
     try:
-        partition = ctx.engine.partition(item.topic, item.partition)
-    except EngineError as error:
+        info = ctx.partitions.info(item.tp)
+    except errors.EngineError as error:
         return _answer(item, error_code(error))
-    code = epoch_error(item.leader_epoch, partition.session)
+    code = epoch_error(item.leader_epoch, info.session)
     if code != ErrorCode.none:
-        return _answer(item, code, partition)
+        return _answer(item, code, info)
     records = b""
     limit = min(item.max_bytes, budget_bytes)
     if limit > 0 or first:
         try:
-            records = await ctx.engine.read(item.topic, item.partition, item.offset, max(limit, 1))
-        except EngineError as error:
-            return _answer(item, error_code(error), partition)
+            records = await ctx.partitions.read(item.tp, item.offset, max(limit, 1))
+            info = ctx.partitions.info(item.tp)  # after the read: the high watermark covers what it returned
+        except errors.EngineError as error:
+            return _answer(item, error_code(error), info)
         if len(records) > limit and not first:
             records = b""  # only the first batch of the answer may exceed the limits
-    return _answer(item, ErrorCode.none, partition, records)
+    return _answer(item, ErrorCode.none, info, records)
 
 
-def _answer(item: Wanted, code: ErrorCode, partition: Any = None, records: bytes = b"") -> dict[str, Any]:
-    high_watermark = partition.high_watermark if partition else -1
-    return {"partition_index": item.partition, "error_code": code, "high_watermark": high_watermark,
-            "last_stable_offset": high_watermark, "log_start_offset": partition.start_offset if partition else -1,
+def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None,
+            records: bytes = b"") -> FetchPartitionDataAnswer:
+    high_watermark = info.high_watermark if info else -1
+    return {"partition_index": item.tp.partition, "error_code": code, "high_watermark": high_watermark,
+            "last_stable_offset": high_watermark, "log_start_offset": info.start_offset if info else -1,
             "aborted_transactions": [], "preferred_read_replica": -1, "records": records}
 
 
-def _group(answers: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    grouped: list[dict[str, Any]] = []
+def _group(answers: list[tuple[str, FetchPartitionDataAnswer]]) -> list[FetchableTopicAnswer]:
+    grouped: list[FetchableTopicAnswer] = []
     for topic, answer in answers:
         if not grouped or grouped[-1]["topic"] != topic:
             grouped.append({"topic": topic, "partitions": []})
-        grouped[-1]["partitions"].append(answer)
+        grouped[-1]["partitions"].append(answer)  # type: ignore[attr-defined]  # a list while grouping
     return grouped

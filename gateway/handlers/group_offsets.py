@@ -8,22 +8,38 @@ Offsets are kept per topic id, so a deleted and re-created topic starts with non
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable
 
 from kio.schema.errors import ErrorCode
+from kio.schema.offset_commit.v9.request import OffsetCommitRequest, OffsetCommitRequestPartition
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
+from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRequestGroup
 
-from ...engine.groups.offsets import CommittedOffset
-from ...engine.groups.types import GroupError
+from ...engine.api import CommittedOffset, GroupError, Topic
+from ..context import Context
 from ..mapping import group_code
-from .registry import handles
+from ..protocol.answers import (
+    OffsetCommitAnswer,
+    OffsetCommitTopicAnswer,
+    OffsetDeleteAnswer,
+    OffsetDeleteTopicAnswer,
+    OffsetFetchAnswer,
+    OffsetFetchGroupAnswer,
+    OffsetFetchPartitionsAnswer,
+    OffsetFetchTopicsAnswer,
+)
+from ..protocol.apis import ApiKey
+from ..protocol.codec import RequestHeader
+from .api import handles
 
 METADATA_BYTES_MAX = 4096  # Kafka offset.metadata.max.bytes
+CodeOf = Callable[[str, int], ErrorCode]
 
 
-@handles(8, 2, 9)
-async def offset_commit(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
+@handles(ApiKey.OFFSET_COMMIT, 2, 9)
+async def offset_commit(ctx: Context, header: RequestHeader, request: OffsetCommitRequest) -> OffsetCommitAnswer:
     generation = getattr(request, "generation_id_or_member_epoch", getattr(request, "generation_id", -1))
-    groups = ctx.engine.groups
+    groups = ctx.groups
     error = groups.validate_commit(request.group_id, request.member_id, generation,
                                    getattr(request, "group_instance_id", None))
     if not request.group_id:
@@ -32,23 +48,23 @@ async def offset_commit(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
         error = GroupError.GROUP_NOT_FOUND  # Kafka 4.x answers so from v9 on
     if error is not GroupError.NONE:
         return _commit_answer(request, lambda _t, _p: group_code(error))
-    now_ms = ctx.engine.clock.now_ms()
+    now_ms = ctx.clock.now_ms()
     accepted, codes = [], {}
     for topic in request.topics:
-        known = ctx.engine.catalog.find(topic.name)
+        known = ctx.topics.find(topic.name)
         for p in topic.partitions:
             code = _commit_code(known, p)
             codes[(topic.name, p.partition_index)] = code
-            if code == ErrorCode.none:
+            if known is not None and code == ErrorCode.none:
                 value = CommittedOffset(p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                                         p.committed_metadata, now_ms, known.resource.uid.hex)
                 accepted.append((topic.name, known.resource.uid.hex, p.partition_index, value))
     if accepted:
-        groups.commit(request.group_id, accepted)
+        await groups.commit(request.group_id, accepted)
     return _commit_answer(request, lambda t, p: codes[(t, p)])
 
 
-def _commit_code(topic: Any, partition: Any) -> ErrorCode:
+def _commit_code(topic: Topic | None, partition: OffsetCommitRequestPartition) -> ErrorCode:
     if topic is None or not 0 <= partition.partition_index < topic.partition_count:
         return ErrorCode.unknown_topic_or_partition
     if partition.committed_metadata is not None and len(partition.committed_metadata.encode()) > METADATA_BYTES_MAX:
@@ -56,43 +72,53 @@ def _commit_code(topic: Any, partition: Any) -> ErrorCode:
     return ErrorCode.none
 
 
-def _commit_answer(request: Any, code: Any) -> dict[str, Any]:
-    topics = [{"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code(t.name, p.partition_index)}
-                                              for p in t.partitions]} for t in request.topics]
+def _commit_answer(request: OffsetCommitRequest, code: CodeOf) -> OffsetCommitAnswer:
+    topics: list[OffsetCommitTopicAnswer] = [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": code(t.name, p.partition_index)} for p in t.partitions]}
+        for t in request.topics]
     return {"throttle_time": 0, "topics": topics}
 
 
-@handles(9, 1, 9)
-async def offset_fetch(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
+@handles(ApiKey.OFFSET_FETCH, 1, 9)
+async def offset_fetch(ctx: Context, header: RequestHeader, request: OffsetFetchRequest) -> OffsetFetchAnswer:
     if header.api_version >= 8:
         return {"throttle_time": 0, "groups": [_fetch_batched(ctx, g) for g in request.groups]}
-    return {"throttle_time": 0, "topics": _fetch_group(ctx, request.group_id, request.topics),
-            "error_code": ErrorCode.none}
+    old = request  # v1-v7: one group, named at the top level
+    topics = _fetch_group(ctx, old.group_id, old.topics)  # type: ignore[attr-defined]
+    return {"throttle_time": 0, "topics": topics, "error_code": ErrorCode.none}  # type: ignore[typeddict-item]
 
 
-def _fetch_batched(ctx: Any, group: Any) -> dict[str, Any]:
+def _fetch_batched(ctx: Context, group: OffsetFetchRequestGroup) -> OffsetFetchGroupAnswer:
     """v9+ members of a consumer-protocol group name themselves and their epoch (KIP-848)."""
-    error = ctx.engine.groups.validate_fetch(group.group_id, getattr(group, "member_id", None),
-                                             getattr(group, "member_epoch", -1))
+    error = ctx.groups.validate_fetch(group.group_id, getattr(group, "member_id", None),
+                                      getattr(group, "member_epoch", -1))
     if error is not GroupError.NONE:
         return {"group_id": group.group_id, "topics": [], "error_code": group_code(error)}
     return {"group_id": group.group_id, "topics": _fetch_group(ctx, group.group_id, group.topics),
             "error_code": ErrorCode.none}
 
 
-def _fetch_group(ctx: Any, group_id: str, topics: Any) -> list[dict[str, Any]]:
+class _Wanted:
+    """What OffsetFetch asks of one topic (v1-v7 and v8+ name the fields alike)."""
+
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+def _fetch_group(ctx: Context, group_id: str, topics: Iterable[_Wanted] | None) -> list[OffsetFetchTopicsAnswer]:
     if topics is None:
         return _all_committed(ctx, group_id)
-    answer = []
+    answer: list[OffsetFetchTopicsAnswer] = []
     for topic in topics:
-        known = ctx.engine.catalog.find(topic.name)
+        known = ctx.topics.find(topic.name)
         partitions = [_fetch_one(ctx, group_id, topic.name, known, index) for index in topic.partition_indexes]
         answer.append({"name": topic.name, "partitions": partitions})
     return answer
 
 
-def _fetch_one(ctx: Any, group_id: str, name: str, topic: Any, index: int) -> dict[str, Any]:
-    committed = ctx.engine.groups.committed(group_id, name, index, topic.resource.uid.hex) if topic else None
+def _fetch_one(ctx: Context, group_id: str, name: str, topic: Topic | None, index: int) -> OffsetFetchPartitionsAnswer:
+    committed = ctx.groups.committed(group_id, name, index, topic.resource.uid.hex) if topic else None
     if committed is None:
         return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
                 "error_code": ErrorCode.none}
@@ -101,28 +127,27 @@ def _fetch_one(ctx: Any, group_id: str, name: str, topic: Any, index: int) -> di
             "error_code": ErrorCode.none}
 
 
-def _all_committed(ctx: Any, group_id: str) -> list[dict[str, Any]]:
-    by_topic: dict[str, list[dict[str, Any]]] = {}
-    for (name, index), committed in sorted(ctx.engine.groups.offsets.group_offsets(group_id).items()):
-        topic = ctx.engine.catalog.find(name)
+def _all_committed(ctx: Context, group_id: str) -> list[OffsetFetchTopicsAnswer]:
+    by_topic: dict[str, list[OffsetFetchPartitionsAnswer]] = {}
+    for (name, index), committed in sorted(ctx.groups.all_committed(group_id).items()):
+        topic = ctx.topics.find(name)
         if topic is not None and topic.resource.uid.hex == committed.topic_id:
             by_topic.setdefault(name, []).append(_fetch_one(ctx, group_id, name, topic, index))
     return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
 
 
-@handles(47, 0, 0)
-async def offset_delete(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
-    groups = ctx.engine.groups
-    view = groups.describe(request.group_id)
-    if view is None:
+@handles(ApiKey.OFFSET_DELETE, 0, 0)
+async def offset_delete(ctx: Context, header: RequestHeader, request: OffsetDeleteRequest) -> OffsetDeleteAnswer:
+    groups = ctx.groups
+    if groups.describe(request.group_id) is None:
         return {"error_code": ErrorCode.group_id_not_found, "throttle_time": 0, "topics": []}
     subscribed = groups.subscribed_topics(request.group_id)
-    topics = []
+    topics: list[OffsetDeleteTopicAnswer] = []
     for topic in request.topics:
         indexes = [p.partition_index for p in topic.partitions]
         busy = topic.name in subscribed
         code = ErrorCode.group_subscribed_to_topic if busy else ErrorCode.none
         if not busy:
-            groups.offsets.delete_offsets(request.group_id, topic.name, indexes)
+            await groups.delete_offsets(request.group_id, topic.name, indexes)
         topics.append({"name": topic.name, "partitions": [{"partition_index": i, "error_code": code} for i in indexes]})
     return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": topics}

@@ -2,65 +2,78 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from kio.schema.delete_records.v2.request import DeleteRecordsPartition, DeleteRecordsRequest
 from kio.schema.errors import ErrorCode
+from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest
+from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest, OffsetForLeaderPartition
 
-from ...engine.errors import EngineError
+from ...engine.api import PartitionInfo, TopicPartition, errors
+from ..context import Context
 from ..mapping import error_code
+from ..protocol.answers import (
+    DeleteRecordsAnswer,
+    DeleteRecordsPartitionResultAnswer,
+    ListOffsetsAnswer,
+    ListOffsetsPartitionAnswer,
+    OffsetForLeaderEpochAnswer,
+    OffsetForLeaderEpochEpochEndOffsetAnswer,
+)
+from ..protocol.apis import ApiKey
+from ..protocol.codec import RequestHeader
 from ..protocol.records import record_times
+from .api import handles
 from .common import epoch_error
-from .registry import handles
 
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 
 
-@handles(2, 1, 7)
-async def list_offsets(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
+@handles(ApiKey.LIST_OFFSETS, 1, 7)
+async def list_offsets(ctx: Context, header: RequestHeader, request: ListOffsetsRequest) -> ListOffsetsAnswer:
     topics = []
     for topic in request.topics:
-        partitions = [_list_one(ctx, topic.name, p) for p in topic.partitions]
+        partitions = [await _list_one(ctx, topic.name, p) for p in topic.partitions]
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}
 
 
-def _list_one(ctx: Any, topic: str, wanted: Any) -> dict[str, Any]:
-    answer = {"partition_index": wanted.partition_index, "error_code": ErrorCode.none,
-              "timestamp": -1, "offset": -1, "leader_epoch": -1}
+async def _list_one(ctx: Context, topic: str, wanted: ListOffsetsPartition) -> ListOffsetsPartitionAnswer:
+    answer: ListOffsetsPartitionAnswer = {"partition_index": wanted.partition_index, "error_code": ErrorCode.none,
+                                          "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    tp = TopicPartition(topic, wanted.partition_index)
     try:
-        partition = ctx.engine.partition(topic, wanted.partition_index)
-    except EngineError as error:
+        info = ctx.partitions.info(tp)
+        code = epoch_error(getattr(wanted, "current_leader_epoch", -1), info.session)
+        if code != ErrorCode.none:
+            return answer | {"error_code": code}
+        timestamp, offset = await _offset_for(ctx, tp, info, wanted.timestamp)
+    except errors.EngineError as error:
         return answer | {"error_code": error_code(error)}
-    code = epoch_error(getattr(wanted, "current_leader_epoch", -1), partition.session)
-    if code != ErrorCode.none:
-        return answer | {"error_code": code}
-    timestamp, offset = _offset_for(partition, wanted.timestamp)
-    return answer | {"timestamp": timestamp, "offset": offset, "leader_epoch": partition.session}
+    return answer | {"timestamp": timestamp, "offset": offset, "leader_epoch": info.session}
 
 
-def _offset_for(partition: Any, timestamp: int) -> tuple[int, int]:
+async def _offset_for(ctx: Context, tp: TopicPartition, info: PartitionInfo, timestamp: int) -> tuple[int, int]:
     if timestamp == EARLIEST:
-        return -1, partition.start_offset
+        return -1, info.start_offset
     if timestamp == LATEST:
-        return -1, partition.high_watermark
+        return -1, info.high_watermark
     if timestamp == MAX_TIMESTAMP:
-        return _max_timestamp(partition)
+        return await _max_timestamp(ctx, tp)
     if timestamp < 0:
         return -1, -1
-    batch = partition.batch_at_time(timestamp)
+    batch = await ctx.partitions.batch_at_time(tp, timestamp)
     if batch is None:
         return -1, -1
     for offset, record_time in record_times(batch):
-        if record_time >= timestamp and offset >= partition.start_offset:
+        if record_time >= timestamp and offset >= info.start_offset:
             return record_time, offset
     return -1, -1
 
 
-def _max_timestamp(partition: Any) -> tuple[int, int]:
+async def _max_timestamp(ctx: Context, tp: TopicPartition) -> tuple[int, int]:
     """Kafka (KIP-734) answers the first record that carries the largest timestamp."""
-    max_timestamp, batch = partition.max_timestamp_batch()
+    max_timestamp, batch = await ctx.partitions.max_timestamp_batch(tp)
     if batch is None:
         return -1, -1
     for offset, record_time in record_times(batch):
@@ -69,8 +82,9 @@ def _max_timestamp(partition: Any) -> tuple[int, int]:
     return -1, -1
 
 
-@handles(23, 2, 4)
-async def offset_for_leader_epoch(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4)
+async def offset_for_leader_epoch(ctx: Context, header: RequestHeader,
+                                  request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochAnswer:
     topics = []
     for topic in request.topics:
         partitions = [_epoch_one(ctx, topic.topic, p) for p in topic.partitions]
@@ -78,35 +92,38 @@ async def offset_for_leader_epoch(ctx: Any, header: Any, request: Any) -> dict[s
     return {"throttle_time": 0, "topics": topics}
 
 
-def _epoch_one(ctx: Any, topic: str, wanted: Any) -> dict[str, Any]:
-    answer = {"partition": wanted.partition, "error_code": ErrorCode.none, "leader_epoch": -1, "end_offset": -1}
+def _epoch_one(ctx: Context, topic: str, wanted: OffsetForLeaderPartition) -> OffsetForLeaderEpochEpochEndOffsetAnswer:
+    answer: OffsetForLeaderEpochEpochEndOffsetAnswer = {"partition": wanted.partition, "error_code": ErrorCode.none,
+                                                        "leader_epoch": -1, "end_offset": -1}
+    tp = TopicPartition(topic, wanted.partition)
     try:
-        partition = ctx.engine.partition(topic, wanted.partition)
-    except EngineError as error:
+        code = epoch_error(wanted.current_leader_epoch, ctx.partitions.info(tp).session)
+        if code != ErrorCode.none:
+            return answer | {"error_code": code}
+        epoch, end_offset = ctx.partitions.end_offset_for(tp, wanted.leader_epoch)
+    except errors.EngineError as error:
         return answer | {"error_code": error_code(error)}
-    code = epoch_error(wanted.current_leader_epoch, partition.session)
-    if code != ErrorCode.none:
-        return answer | {"error_code": code}
-    epoch, end_offset = partition.end_offset_for(wanted.leader_epoch)
     return answer | {"leader_epoch": epoch, "end_offset": end_offset}
 
 
-@handles(21, 0, 2)
-async def delete_records(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
+@handles(ApiKey.DELETE_RECORDS, 0, 2)
+async def delete_records(ctx: Context, header: RequestHeader, request: DeleteRecordsRequest) -> DeleteRecordsAnswer:
     topics = []
     for topic in request.topics:
-        partitions = [_delete_one(ctx, topic.name, p) for p in topic.partitions]
+        partitions = [await _delete_one(ctx, topic.name, p) for p in topic.partitions]
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}
 
 
-def _delete_one(ctx: Any, topic: str, wanted: Any) -> dict[str, Any]:
-    answer = {"partition_index": wanted.partition_index, "low_watermark": -1, "error_code": ErrorCode.none}
+async def _delete_one(ctx: Context, topic: str, wanted: DeleteRecordsPartition) -> DeleteRecordsPartitionResultAnswer:
+    answer: DeleteRecordsPartitionResultAnswer = {"partition_index": wanted.partition_index, "low_watermark": -1,
+                                                  "error_code": ErrorCode.none}
+    tp = TopicPartition(topic, wanted.partition_index)
     try:
-        partition = ctx.engine.partition(topic, wanted.partition_index)
-        before = partition.high_watermark if wanted.offset == -1 else wanted.offset
-        if before < 0:
+        ctx.partitions.info(tp)  # an unknown partition is named before a bad offset
+        if wanted.offset < -1:
             return answer | {"error_code": ErrorCode.offset_out_of_range}
-        return answer | {"low_watermark": partition.delete_records(before)}
-    except EngineError as error:
+        low = await ctx.partitions.delete_records(tp, wanted.offset)
+    except errors.EngineError as error:
         return answer | {"error_code": error_code(error)}
+    return answer | {"low_watermark": low}

@@ -17,22 +17,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...engine.errors import DuplicateBatch, EngineError
+from ...engine.api import Durability, Topic, TopicPartition, errors
+from ..context import Context
 from ..mapping import error_code
+from ..protocol.answers import PartitionProduceAnswer, ProduceAnswer, TopicProduceAnswer
+from ..protocol.apis import ApiKey
+from ..protocol.codec import RequestHeader
+from ..protocol.produce_wire import PartitionData, ProduceRequest, TopicData, decode_produce, encode_produce_response
 from ..protocol.record_batch import BatchRejected, check_batch, stamp_log_append_time
+from .api import Codec, handles
 from .common import millis
-from .registry import handles
 
 log = logging.getLogger(__name__)
 ACKS_ALLOWED = (0, 1, -1)
+DURABILITY = {0: Durability.MEMORY, 1: Durability.MEMORY, -1: Durability.PERSISTED}
 
 
-@handles(0, 3, 11)
-async def produce(ctx: Any, header: Any, request: Any) -> dict[str, Any] | None:
+@handles(ApiKey.PRODUCE, 3, 11, Codec(decode_produce, encode_produce_response))
+async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) -> ProduceAnswer | None:
     timeout_s = _answer_within(max(millis(request.timeout), 0) / 1000)
     throttled_ms = 0
     if request.acks not in ACKS_ALLOWED:
@@ -45,7 +50,7 @@ async def produce(ctx: Any, header: Any, request: Any) -> dict[str, Any] | None:
             responses = _all_failed(request, ErrorCode.request_timed_out, "the broker's memory is full; retry later")
         else:
             waits: list[asyncio.Task[None]] = []
-            responses = [_topic(ctx, request, topic, waits) for topic in request.topic_data]
+            responses = [await _topic(ctx, request, topic, waits) for topic in request.topic_data]
             if waits:
                 await asyncio.wait(waits, timeout=max(timeout_s - throttled_ms / 1000, 0.001))
                 for task in waits:
@@ -62,25 +67,26 @@ def _answer_within(timeout_s: float) -> float:
     return max(timeout_s - min(1.0, timeout_s / 10), 0.001)
 
 
-async def _room(ctx: Any, acks: int, timeout_s: float) -> bool:
+async def _room(ctx: Context, acks: int, timeout_s: float) -> bool:
     """Wait while the memory budget is full of unpersisted data: without limit for acks=0
     (no answer to time out), else up to timeout_s."""
-    if ctx.engine.has_room():
+    if ctx.partitions.has_room():
         return True  # the usual case: no waiting machinery on the hot path
     try:
-        await asyncio.wait_for(ctx.engine.wait_for_room(), None if acks == 0 else timeout_s)
+        await asyncio.wait_for(ctx.partitions.wait_for_room(), None if acks == 0 else timeout_s)
     except TimeoutError:
         return False
     return True
 
 
-def _all_failed(request: Any, code: ErrorCode, message: str) -> list[dict[str, Any]]:
+def _all_failed(request: ProduceRequest, code: ErrorCode, message: str) -> list[TopicProduceAnswer]:
     return [{"name": topic.name, "partition_responses": [_failure(p.index, code, message) for p in topic.partition_data]}
             for topic in request.topic_data]
 
 
-def _topic(ctx: Any, request: Any, topic_data: Any, waits: list[asyncio.Task[None]]) -> dict[str, Any]:
-    topic = _find_topic(ctx, topic_data.name)
+async def _topic(ctx: Context, request: ProduceRequest, topic_data: TopicData,
+                 waits: list[asyncio.Task[None]]) -> TopicProduceAnswer:
+    topic = await _find_topic(ctx, topic_data.name)
     answers = []
     for partition_data in topic_data.partition_data:
         if topic is None:
@@ -91,56 +97,54 @@ def _topic(ctx: Any, request: Any, topic_data: Any, waits: list[asyncio.Task[Non
     return {"name": topic_data.name, "partition_responses": answers}
 
 
-def _find_topic(ctx: Any, name: str) -> Any:
-    topic = ctx.engine.catalog.find(name)
+async def _find_topic(ctx: Context, name: str) -> Topic | None:
+    topic = ctx.topics.find(name)
     if topic is None and ctx.settings.auto_create_topics:
         try:
-            topic = ctx.engine.create_topic(name, ctx.settings.default_partitions, {})
-        except EngineError:
+            topic = await ctx.topics.create(name, ctx.settings.default_partitions, {})
+        except errors.EngineError:
             return None
     return topic
 
 
-def _append(ctx: Any, request: Any, topic: Any, partition_data: Any, waits: list[asyncio.Task[None]]) -> dict[str, Any]:
+def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data: PartitionData,
+            waits: list[asyncio.Task[None]]) -> PartitionProduceAnswer:
     index = partition_data.index
+    tp = TopicPartition(topic.name, index)
     try:
         batch, header = check_batch(partition_data.records, topic.config.max_batch_bytes)
         if header.is_transactional or request.transactional_id is not None:
             return _failure(index, ErrorCode.invalid_txn_state, "transactions are not supported yet")
         append_time = -1
         if topic.config.timestamp_type == "append":
-            append_time = ctx.engine.clock.now_ms()
+            append_time = ctx.clock.now_ms()
             header = stamp_log_append_time(batch, append_time)
-        partition = ctx.engine.partition(topic.name, index)
-        try:
-            base_offset = ctx.engine.append(topic.name, index, batch, header)
-        except DuplicateBatch as duplicate:
-            base_offset, append_time = duplicate.base_offset, -1
+        appended = ctx.partitions.append(tp, batch, header, DURABILITY[request.acks])
     except BatchRejected as rejected:
         return _failure(index, rejected.code, str(rejected))
-    except EngineError as error:
+    except errors.EngineError as error:
         return _failure(index, error_code(error), str(error))
-    answer = {"index": index, "error_code": ErrorCode.none, "base_offset": base_offset,
-              "log_append_time": append_time, "log_start_offset": partition.start_offset}
-    needs_c = request.acks == -1 or (request.acks == 1 and partition.sync_flush)
-    if needs_c and partition.checkpoint <= base_offset:
-        waits.append(asyncio.ensure_future(_persisted(partition, base_offset, answer)))
+    answer: PartitionProduceAnswer = {
+        "index": index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
+        "log_append_time": -1 if appended.duplicate else append_time, "log_start_offset": appended.start_offset}
+    if appended.must_persist:
+        waits.append(asyncio.ensure_future(_persisted(ctx, tp, appended.base_offset, answer)))
     return answer
 
 
-async def _persisted(partition: Any, offset: int, answer: dict[str, Any]) -> None:
+async def _persisted(ctx: Context, tp: TopicPartition, offset: int, answer: PartitionProduceAnswer) -> None:
     """Hold the answer until C covers `offset`; if that does not happen in time (the task
     is cancelled), the answer says REQUEST_TIMED_OUT."""
     kept = answer.copy()
     answer.update(error_code=ErrorCode.request_timed_out, base_offset=-1, log_append_time=-1)
     try:
-        await partition.wait_persisted(offset)
-    except EngineError as error:
+        await ctx.partitions.wait_persisted(tp, offset)
+    except errors.EngineError as error:
         answer.update(error_code=error_code(error))
         return
     answer.update(kept)
 
 
-def _failure(index: int, code: ErrorCode, message: str) -> dict[str, Any]:
+def _failure(index: int, code: ErrorCode, message: str) -> PartitionProduceAnswer:
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": -1,
             "log_start_offset": -1, "error_message": message}

@@ -9,20 +9,22 @@ they are refused.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
+from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 
-from .registry import handles
+from ..context import Context
+from ..protocol.answers import InitProducerIdAnswer
+from ..protocol.apis import ApiKey
+from ..protocol.codec import RequestHeader
+from .api import handles
 
 
-
-@handles(22, 0, 5)
-async def init_producer_id(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
+@handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
+async def init_producer_id(ctx: Context, header: RequestHeader, request: InitProducerIdRequest) -> InitProducerIdAnswer:
     if request.transactional_id is not None:
         return _answer(ErrorCode.transactional_id_authorization_failed, -1, -1)
-    return _answer(ErrorCode.none, ctx.engine.producer_ids.allocate(), 0)
+    return _answer(ErrorCode.none, await ctx.producer_ids.allocate(), 0)
 
 
-def _answer(code: ErrorCode, producer_id: int, epoch: int) -> dict[str, Any]:
+def _answer(code: ErrorCode, producer_id: int, epoch: int) -> InitProducerIdAnswer:
     return {"throttle_time": 0, "error_code": code, "producer_id": producer_id, "producer_epoch": epoch}

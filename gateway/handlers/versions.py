@@ -1,31 +1,31 @@
-"""ApiVersions (key 18), answered from the handler registry."""
+"""ApiVersions (key 18), answered from the table of served APIs (Context.apis)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
-from .registry import APIS, handles
+from ..context import Context
 
-API_VERSIONS = 18
-
-
-def advertised() -> list[dict[str, int]]:
-    return [
-        {"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version}
-        for api in sorted(APIS.values(), key=lambda api: api.key)
-    ]
+from ..protocol.apis import ApiKey
+from ..protocol.codec import RequestHeader
+from .api import Api, handles
 
 
-@handles(API_VERSIONS, 0, 4)
-async def api_versions(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
-    return {"error_code": ErrorCode.none, "api_keys": advertised(), "throttle_time": 0}
+def advertised(apis: dict[ApiKey, Api]) -> list[dict[str, int]]:
+    return [_entry(api) for _, api in sorted(apis.items())]
 
 
-def unsupported_version_body() -> dict[str, Any]:
+def _entry(api: Api) -> dict[str, int]:
+    return {"api_key": int(api.key), "min_version": api.min_version, "max_version": api.max_version}
+
+
+@handles(ApiKey.API_VERSIONS, 0, 4)
+async def api_versions(ctx: Context, header: RequestHeader, request: ApiVersionsRequest) -> dict[str, object]:
+    return {"error_code": ErrorCode.none, "api_keys": advertised(ctx.apis), "throttle_time": 0}
+
+
+def unsupported_version_answer(api: Api) -> dict[str, object]:
     """KIP-511: an ApiVersions request of a version we do not know is answered in the v0
     layout with UNSUPPORTED_VERSION and our ApiVersions range, so the client can retry."""
-    api = APIS[API_VERSIONS]
-    entry = {"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version}
-    return {"error_code": ErrorCode.unsupported_version, "api_keys": [entry]}
+    return {"error_code": ErrorCode.unsupported_version, "api_keys": [_entry(api)]}

@@ -1,9 +1,11 @@
 """Requests from bytes and responses to bytes, on kio's generated types. No I/O.
 
-Handlers answer with plain mappings (one shape for every version of an API); `build` fills
-the kio dataclass of the version the client asked for, dropping keys that version lacks
-and zero-filling fields the mapping omits. That keeps one handler per API family instead
-of one per version (kio's classes are per version).
+Handlers answer with plain mappings (one shape for every version of an API, typed by
+answers.py); `build` fills the kio dataclass of the version the client asked for, dropping
+keys that version lacks and zero-filling fields the mapping omits. That keeps one handler
+per API family instead of one per version (kio's classes are per version). A key that no
+version of the API has is a bug, refused with an error instead of silently becoming a zero
+on the wire.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from kio.serial._introspect import (
 
 HEADER_PEEK = struct.Struct(">hhi")
 CORRELATION = struct.Struct(">i")
-API_VERSIONS_KEY = 18
+KIO_VERSIONS_MAX = 20  # above every version of every API kio knows
 
 
 class ProtocolError(Exception):
@@ -128,6 +130,9 @@ def build_response(header: RequestHeader, data: Mapping[str, Any]) -> Any:
 
 
 def build(cls: type, data: Mapping[str, Any]) -> Any:
+    unknown = data.keys() - _names_in_any_version(cls)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))} in any version")
     kwargs = {}
     for name, convert, zero in _plan(cls):
         if name in data:
@@ -135,6 +140,31 @@ def build(cls: type, data: Mapping[str, Any]) -> Any:
         elif zero is not MISSING:
             kwargs[name] = zero
     return cls(**kwargs)
+
+
+@cache
+def _names_in_any_version(cls: type) -> frozenset[str]:
+    """Field names of `cls` in every version of its API (entities are matched by class name)."""
+    names: set[str] = set()
+    load = load_response_schema if cls.__module__.endswith(".response") else load_request_schema
+    for version in range(KIO_VERSIONS_MAX + 1):
+        try:
+            top = load(cls.__api_key__, version)
+        except Exception:  # noqa: BLE001 - kio raises several types for a version it lacks
+            continue
+        for entity in _entities(top):
+            if entity.__name__ == cls.__name__:
+                names.update(field.name for field in fields(entity))
+    return frozenset(names)
+
+
+def _entities(cls: type) -> list[type]:
+    found = [cls]
+    for field in fields(cls):
+        kind = classify_field(field)
+        if isinstance(kind, (EntityField, EntityTupleField)):
+            found += _entities(kind.type_)
+    return found
 
 
 @cache

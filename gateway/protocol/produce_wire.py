@@ -124,7 +124,7 @@ class _Reader:
 
 
 def decode_produce(frame: bytes | bytearray | memoryview, version: int,
-                   client_host: str = "", api_key: int = 0) -> tuple[RequestHeader, ProduceRequest]:
+                   client_host: str = "") -> tuple[RequestHeader, ProduceRequest]:
     reader = _Reader(memoryview(frame).toreadonly(), 0, False)
     try:
         _, _, correlation_id = reader.fixed(HEADER_FIXED)

@@ -16,7 +16,7 @@ from martlet.engine.settings import EngineSettings
 from martlet.engine.store.memory import MemoryStore
 from martlet.gateway.context import Context
 from martlet.gateway.dispatch import Dispatcher
-from martlet.gateway.handlers.registry import load_all
+from martlet.gateway.registry import apis
 from martlet.gateway.protocol.codec import ProtocolError, build
 from martlet.gateway.protocol.framing import FrameReader, FrameError, frame
 from martlet.gateway.settings import GatewaySettings
@@ -59,7 +59,7 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
 async def run(count: int) -> dict[str, int]:
     engine = Engine(MemoryStore(), EngineSettings(topic_partitions_max=16))
     engine.open()
-    dispatcher = Dispatcher(Context(engine, GatewaySettings(fetch_wait_ms_max=0), "fuzz"), load_all())
+    dispatcher = Dispatcher(Context.of(engine, GatewaySettings(fetch_wait_ms_max=0), "fuzz", apis()))
     rng = random.Random(20261129)
     seeds = seed_frames()
     outcomes = {"answered": 0, "silent": 0, "closed": 0}

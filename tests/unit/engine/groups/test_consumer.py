@@ -253,6 +253,8 @@ def facade():
 
 
 def test_facade_routes_commits_and_listing_by_group_type():
+    import asyncio
+
     from martlet.engine.groups.offsets import CommittedOffset
 
     groups, catalog = facade(), Catalog(t=1)
@@ -260,7 +262,7 @@ def test_facade_routes_commits_and_listing_by_group_type():
     assert groups.validate_commit(G, "a", 1, None) is E.NONE
     assert groups.validate_commit(G, "a", 0, None) is E.STALE_MEMBER_EPOCH
     assert groups.validate_fetch(G, "zz", 1) is E.UNKNOWN_MEMBER
-    groups.commit(G, [("t", "id-t", 0, CommittedOffset(5, -1, None, 0, "id-t"))])
+    asyncio.run(groups.commit(G, [("t", "id-t", 0, CommittedOffset(5, -1, None, 0, "id-t"))]))
     [row] = groups.listing()
     assert (row.group_type, row.state, row.protocol_type) == ("consumer", "Stable", "consumer")
     assert groups.describe(G) is not None and groups.delete(G) is E.NON_EMPTY_GROUP

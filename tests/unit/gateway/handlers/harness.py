@@ -18,7 +18,7 @@ from martlet.engine.settings import EngineSettings
 from martlet.engine.store.memory import MemoryStore
 from martlet.gateway.context import Context
 from martlet.gateway.dispatch import Dispatcher
-from martlet.gateway.handlers.registry import load_all
+from martlet.gateway.registry import apis
 from martlet.gateway.protocol.codec import build, request_type
 from martlet.gateway.settings import GatewaySettings
 from tests.integration.raw_client import decode_response, encode_request, record_batch
@@ -36,8 +36,8 @@ class Broker:
         self.loop = asyncio.new_event_loop()
         self.engine.open()
         self.loop.run_until_complete(self._start())
-        self.ctx = Context(self.engine, GatewaySettings(**settings), "unit-cluster")
-        self.dispatcher = Dispatcher(self.ctx, load_all())
+        self.ctx = Context.of(self.engine, GatewaySettings(**settings), "unit-cluster", apis())
+        self.dispatcher = Dispatcher(self.ctx)
         self._correlation_id = 0
 
     async def _start(self) -> None:

@@ -5,6 +5,8 @@ import struct
 
 import crc32c
 
+from martlet.engine.api import TopicPartition
+
 from tests.integration.raw_client import batch_of_size, decode_response, encode_request, record_batch
 
 from .harness import NOW_MS, PRODUCE, Broker
@@ -147,13 +149,14 @@ def _answered_with_checkpoint(broker: Broker, topic: str, acks: int) -> tuple[in
     """Produce without the harness's drain; (error, C, end offset) right at the answer."""
     body = {"acks": acks, "timeout": 5000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": record_batch([b"x"])}]}]}
-    partition = broker.engine.partition(topic, 0)
+    tp = TopicPartition(topic, 0)
     seen = {}
 
     async def produce_and_look() -> None:
         raw = encode_request(broker.request(PRODUCE, 9, body), 7, "unit")
         answer = await broker.dispatcher.handle(raw[4:])
-        seen.update(checkpoint=partition.checkpoint, end=partition.end_offset)
+        info = broker.engine.partitions.info(tp)
+        seen.update(checkpoint=info.high_watermark, end=info.end_offset)
         _, decoded = decode_response(b"".join(answer)[4:], PRODUCE, 9)
         seen["error"] = one(decoded).error_code
 

@@ -5,7 +5,7 @@ import struct
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
-from martlet.gateway.handlers.registry import load_all
+from martlet.gateway.registry import apis
 from martlet.gateway.protocol.codec import ProtocolError
 
 from tests.integration.raw_client import decode_response
@@ -18,12 +18,12 @@ def test_api_versions_lists_exactly_the_registry(broker: Broker, version: int) -
     answer = broker.call(API_VERSIONS, version, {"client_software_name": "unit", "client_software_version": "1"})
     assert answer.error_code == 0
     advertised = [(k.api_key, k.min_version, k.max_version) for k in answer.api_keys]
-    registry = sorted((api.key, api.min_version, api.max_version) for api in load_all().values())
+    registry = sorted((api.key, api.min_version, api.max_version) for api in apis().values())
     assert advertised == registry
 
 
 def test_every_advertised_version_has_a_kio_schema() -> None:
-    for api in load_all().values():
+    for api in apis().values():
         for version in range(api.min_version, api.max_version + 1):
             assert load_request_schema(api.key, version).__version__ == version
             assert load_response_schema(api.key, version).__api_key__ == api.key

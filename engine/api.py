@@ -1,0 +1,52 @@
+"""The engine's public surface: everything outside the engine (the gateway, connectors,
+tools) imports engine names from here and nowhere else (an import-linter contract holds it).
+
+The services are the only doors in: `Topics` (the catalog), `Partitions` (reads and writes
+of partitions, ownership, the durability rule), `Groups` (coordinators and committed
+offsets) and `ProducerIds`. Nothing here hands out a `Partition`, a `PartitionLog` or the
+`Catalog` itself.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from .catalog.config import TopicConfig
+from .catalog.names import check_name
+from .catalog.topic import Topic
+from .clock import Clock, ManualClock, SystemClock
+from .groups.classic import GroupLimits
+from .groups.offsets import CommittedOffset
+from .groups.service import Groups
+from .groups.types import (
+    Assignment,
+    ConsumerGroupView,
+    GroupError,
+    HeartbeatRequest,
+    JoinRequest,
+    SyncRequest,
+    TopicLookup,
+)
+from .log.batch import BatchHeader
+from .partitions import Appended, Durability, PartitionInfo, Partitions, TopicPartition
+from .producer_ids import ProducerIds
+from .service import Engine
+from .settings import EngineSettings
+from .store.base import Store
+from .store.local import LocalStore
+from .topics import Topics
+
+
+
+def hdfs_store(address: str, root: str) -> Store:
+    """A store on HDFS; the HDFS client is loaded only by the processes that use one."""
+    from .store.hdfs import HdfsStore
+
+    return HdfsStore(address, root)
+
+
+__all__ = [
+    "Appended", "Assignment", "BatchHeader", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
+    "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
+    "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
+    "SystemClock", "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "check_name", "errors", "hdfs_store",
+]

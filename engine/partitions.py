@@ -1,0 +1,205 @@
+"""The partitions service: every read and write of a partition goes through here.
+
+Callers name a partition by (topic, index) and never hold a `Partition`. That keeps three
+rules in one place:
+- ownership: a partition this node does not serve is refused with NotServedHere (in a
+  cluster another broker holds it; the embedded node serves every partition it has open);
+- threads: cheap memory work runs on the event loop, anything that may touch the store
+  (reads below the memory tail, lookups by time, DeleteRecords, retention) on worker threads;
+- durability: which writes are answered only once the checkpoint C covers them.
+
+Durability rule: `Durability.PERSISTED` writes wait for C; `Durability.MEMORY` writes are
+answered once in memory, except on a topic whose flush mode is "sync", where they wait for C
+too (RocketMQ's sync flush). The gateway maps Kafka's acks onto these two words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple, TypeVar
+
+from .errors import DuplicateBatch, NotServedHere, UnknownPartition
+from .log.batch import BatchHeader
+from .partition.memory import MemoryPool
+from .partition.partition import Partition
+from .partition.persister import Persister
+from .partition.workers import Workers
+
+T = TypeVar("T")
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class Durability(enum.Enum):
+    MEMORY = "memory"  # answered once in memory (unless the topic flushes synchronously)
+    PERSISTED = "persisted"  # answered once the checkpoint C covers the write
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """A snapshot of one partition's offsets, taken on the event loop."""
+
+    session: int  # S; Kafka's leader epoch
+    start_offset: int
+    high_watermark: int  # the checkpoint C: consumers read below it
+    end_offset: int  # the next offset to assign
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    base_offset: int
+    start_offset: int
+    must_persist: bool  # the answer waits until C covers base_offset (see the module header)
+    duplicate: bool = False  # an idempotent producer's resend: the batch was stored before, here
+
+
+Owns = Callable[[TopicPartition], bool]
+
+
+class Partitions:
+    def __init__(self, persister: Persister, pool: MemoryPool, read_threads: int,
+                 owns: Owns = lambda _tp: True) -> None:
+        self.persister = persister
+        self.pool = pool
+        self.owns = owns
+        self._readers = Workers(read_threads, "martlet-read")
+        self._open: dict[TopicPartition, Partition] = {}
+        self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
+
+    # -- reading state
+
+    def info(self, tp: TopicPartition) -> PartitionInfo:
+        partition = self._get(tp)
+        return PartitionInfo(partition.session, partition.start_offset, partition.high_watermark,
+                             partition.end_offset)
+
+    def end_offset_for(self, tp: TopicPartition, session: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (the largest session <= `session`, the offset it ended at)."""
+        return self._get(tp).end_offset_for(session)
+
+    # -- writing
+
+    def append(self, tp: TopicPartition, batch: bytearray, header: BatchHeader, durability: Durability,
+               version: int | None = None, session: int | None = None, current_version: int = 0) -> Appended:
+        """Take a batch into memory at the partition's end; see the module header for when
+        its answer must wait (`wait_persisted`)."""
+        partition = self._get(tp)
+        try:
+            offset = partition.append(batch, header, version, session, current_version)
+        except DuplicateBatch as duplicate:
+            return self._appended(partition, duplicate.base_offset, durability, duplicate=True)
+        self.persister.schedule(partition)
+        return self._appended(partition, offset, durability)
+
+    @staticmethod
+    def _appended(partition: Partition, offset: int, durability: Durability, duplicate: bool = False) -> Appended:
+        must_persist = durability is Durability.PERSISTED or partition.sync_flush
+        return Appended(offset, partition.start_offset, must_persist and partition.checkpoint <= offset, duplicate)
+
+    async def wait_persisted(self, tp: TopicPartition, offset: int) -> None:
+        """Return once C > offset; PartitionClosed if the partition closes first."""
+        await self._get(tp).wait_persisted(offset)
+
+    def has_room(self) -> bool:
+        """False while unpersisted data fills the memory budget (producers must wait)."""
+        return self.pool.has_room()
+
+    async def wait_for_room(self) -> None:
+        await self.pool.wait_for_room()
+
+    # -- reading data
+
+    async def read(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes:
+        """Whole batches below the high watermark (C) from `offset`: memory, else the store."""
+        partition = self._get(tp)
+        data = partition.read_memory(offset, max_bytes)
+        if data is not None:
+            return data
+        return await self._off_loop(partition.read_stored, offset, max_bytes, partition.checkpoint)
+
+    async def wait_for_data(self, watched: Iterable[tuple[TopicPartition, int]], timeout_ms: int) -> None:
+        """Return once any watched partition's high watermark passes its offset, or on timeout."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        keys = []
+        for tp, offset in watched:
+            partition = self._open.get(tp)
+            if partition is None or partition.high_watermark > offset:
+                return
+            keys.append(tp)
+            self._waiters.setdefault(tp, set()).add(future)
+        try:
+            await asyncio.wait_for(future, timeout_ms / 1000)
+        except TimeoutError:
+            pass
+        finally:
+            for tp in keys:
+                self._waiters.get(tp, set()).discard(future)
+
+    async def batch_at_time(self, tp: TopicPartition, timestamp_ms: int) -> bytes | None:
+        """The first persisted batch whose max timestamp is >= timestamp_ms (a store read)."""
+        return await self._off_loop(self._get(tp).batch_at_time, timestamp_ms)
+
+    async def max_timestamp_batch(self, tp: TopicPartition) -> tuple[int, bytes | None]:
+        """The largest persisted timestamp and the first batch that carries it."""
+        return await self._off_loop(self._get(tp).max_timestamp_batch)
+
+    async def delete_records(self, tp: TopicPartition, before_offset: int) -> int:
+        """Make offsets below `before_offset` (-1: the high watermark) unreadable; the new
+        start offset. OffsetOutOfRange past C."""
+        partition = self._get(tp)
+        before = partition.high_watermark if before_offset == -1 else before_offset
+        return await self._off_loop(partition.delete_records, before)
+
+    # -- the engine's side: opening, closing, retention
+
+    def add(self, tp: TopicPartition, partition: Partition) -> None:
+        """Event loop: serve a partition opened (on a worker thread) by the topics service."""
+        partition.on_checkpoint = lambda _partition: self._wake(tp)
+        self._open[tp] = partition
+
+    def remove(self, tp: TopicPartition) -> Partition:
+        """Event loop: stop serving a partition; the caller closes it off the loop."""
+        partition = self._open.pop(tp)
+        self._wake(tp)
+        return partition
+
+    def opened(self) -> Iterator[Partition]:
+        return iter(list(self._open.values()))
+
+    def get_open(self, tp: TopicPartition) -> Partition | None:
+        """The engine's own access (reconfiguring a topic); never handed to the gateway."""
+        return self._open.get(tp)
+
+    async def apply_retention(self) -> int:
+        """Delete the segments retention condemns, on a reader thread; returns how many."""
+        return await self._off_loop(self.apply_retention_now)
+
+    def apply_retention_now(self) -> int:
+        """Worker thread or tests."""
+        return sum(partition.apply_retention() for partition in self.opened())
+
+    def shutdown(self) -> None:
+        self._readers.shutdown()
+
+    async def _off_loop(self, call: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._readers, call, *args)
+
+    def _get(self, tp: TopicPartition) -> Partition:
+        partition = self._open.get(tp)
+        if partition is None:
+            raise UnknownPartition(f"topic {tp.topic!r} has no partition {tp.partition}")
+        if not self.owns(tp):
+            raise NotServedHere(f"partition {tp.partition} of {tp.topic!r} is not served by this node")
+        return partition
+
+    def _wake(self, tp: TopicPartition) -> None:
+        for future in self._waiters.pop(tp, ()):
+            if not future.done():
+                future.set_result(None)
+

@@ -1,0 +1,159 @@
+"""The topics service: look topics up, and create, delete, grow and reconfigure them.
+
+Lookups answer from the catalog's memory on the event loop. Every change writes to the store
+(topic.json, partition directories, log recovery when a partition opens), so it runs on one
+admin worker thread; one thread also keeps changes in the order they were asked for. The
+loop then starts or stops serving the partitions involved (`Partitions.add` / `remove`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from .catalog.catalog import Catalog, topic_dir
+from .catalog.config import TopicConfig
+from .catalog.names import check_name
+from .catalog.topic import Topic
+from .errors import InvalidPartitionCount, TopicExists
+from .log.config import LogConfig
+from .partition.memory import MemoryPool
+from .partition.partition import Partition
+from .partitions import Partitions, TopicPartition
+from .partition.workers import Workers
+from .store.base import Store
+
+T = TypeVar("T")
+
+
+class Topics:
+    def __init__(self, catalog: Catalog, partitions: Partitions, store: Store, pool: MemoryPool,
+                 defaults: TopicConfig, index_interval_bytes: int, now_ms: Callable[[], int]) -> None:
+        self._catalog = catalog
+        self._partitions = partitions
+        self._store = store
+        self._pool = pool
+        self.defaults = defaults
+        self._index_interval_bytes = index_interval_bytes
+        self._now_ms = now_ms
+        self._admin = Workers(1, "martlet-admin")
+
+    # -- lookups (event loop, memory only)
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter(self._catalog)
+
+    def find(self, name: str) -> Topic | None:
+        return self._catalog.find(name)
+
+    def get(self, name: str) -> Topic:
+        """UnknownTopic if there is none."""
+        return self._catalog.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return next((topic for topic in self._catalog if topic.resource.uid == topic_id), None)
+
+    def config_for(self, overrides: dict[str, Any]) -> TopicConfig:
+        """The configuration these overrides give a topic; InvalidConfig if they are bad."""
+        return self.defaults.updated(overrides)
+
+    # -- changes (store work on the admin thread)
+
+    def open_all(self) -> None:
+        """At start-up, before anything is served: load the catalog and open every partition."""
+        self._catalog.load()
+        for topic in self._catalog:
+            for tp, partition in self._open_partitions(topic, range(topic.partition_count)):
+                self._partitions.add(tp, partition)
+
+    def check_new(self, name: str, count: int, overrides: dict[str, Any]) -> None:
+        """CreateTopics with validate_only: the checks a creation makes, and nothing else."""
+        check_name(name)
+        if self._catalog.find(name):
+            raise TopicExists(f"topic {name!r} already exists")
+        if count < 1:
+            raise InvalidPartitionCount(f"partition count must be at least 1, not {count}")
+        self.config_for(overrides)
+
+    async def create(self, name: str, count: int, overrides: dict[str, Any]) -> Topic:
+        config = self.config_for(overrides)
+        topic, opened = await self._off_loop(self._create_now, name, count, config, frozenset(overrides))
+        self._serve(opened)
+        return topic
+
+    async def delete(self, name: str) -> Topic:
+        topic = self._catalog.get(name)
+        closing = [self._partitions.remove(TopicPartition(name, index)) for index in range(topic.partition_count)]
+        for partition in closing:
+            partition.close()
+        return await self._off_loop(self._delete_now, name, closing)
+
+    async def grow(self, name: str, count: int, validate_only: bool = False) -> Topic:
+        topic = self._catalog.get(name)
+        if count <= topic.partition_count:
+            raise InvalidPartitionCount(
+                f"topic {name!r} has {topic.partition_count} partitions; it cannot go to {count}")
+        if validate_only:
+            return topic
+        topic, opened = await self._off_loop(self._grow_now, name, topic.partition_count, count)
+        self._serve(opened)
+        return topic
+
+    async def reconfigure(self, name: str, overrides: dict[str, Any], validate_only: bool = False) -> Topic:
+        """Replace the topic's overrides: names not in `overrides` go back to defaults."""
+        topic = self._catalog.get(name)
+        config = self.config_for(overrides)
+        if validate_only:
+            return topic
+        topic = await self._off_loop(self._catalog.reconfigure, name, config, frozenset(overrides))
+        log_config = self._log_config(topic)
+        for index in range(topic.partition_count):
+            partition = self._partitions.get_open(TopicPartition(name, index))
+            if partition is not None:
+                partition.log.config = log_config
+                partition.sync_flush = topic.config.flush_mode == "sync"
+        return topic
+
+    def close(self) -> None:
+        self._admin.shutdown()
+
+    # -- on the admin thread
+
+    def _create_now(self, name: str, count: int, config: TopicConfig,
+                    overrides: frozenset[str]) -> tuple[Topic, list[tuple[TopicPartition, Partition]]]:
+        topic = self._catalog.create(name, count, config, overrides, self._now_ms())
+        return topic, self._open_partitions(topic, range(count))
+
+    def _grow_now(self, name: str, old: int, count: int) -> tuple[Topic, list[tuple[TopicPartition, Partition]]]:
+        topic = self._catalog.grow(name, count)
+        return topic, self._open_partitions(topic, range(old, count))
+
+    def _delete_now(self, name: str, closing: list[Partition]) -> Topic:
+        for partition in closing:
+            partition.close_log()
+        return self._catalog.delete(name)
+
+    def _open_partitions(self, topic: Topic, indexes: range) -> list[tuple[TopicPartition, Partition]]:
+        config = self._log_config(topic)
+        sync_flush = topic.config.flush_mode == "sync"
+        return [(TopicPartition(topic.name, index),
+                 Partition.open(self._store, f"{topic_dir(topic)}/{index}", config, self._now_ms, self._pool,
+                                sync_flush))
+                for index in indexes]
+
+    # -- helpers
+
+    def _serve(self, opened: list[tuple[TopicPartition, Partition]]) -> None:
+        for tp, partition in opened:
+            self._partitions.add(tp, partition)
+
+    def _log_config(self, topic: Topic) -> LogConfig:
+        config = topic.config
+        return LogConfig(segment_bytes=config.segment_bytes, segment_ms=config.segment_ms,
+                         retention_ms=config.retention_ms, retention_bytes=config.retention_bytes,
+                         index_interval_bytes=self._index_interval_bytes)
+
+    async def _off_loop(self, call: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._admin, call, *args)

@@ -1,0 +1,36 @@
+"""The table of served APIs, collected from the handler modules' declarations."""
+
+from __future__ import annotations
+
+from functools import cache
+from types import ModuleType
+
+from .handlers import (
+    configs,
+    consumer_groups,
+    fetch,
+    group_offsets,
+    groups,
+    metadata,
+    offsets,
+    produce,
+    producers,
+    topics,
+    versions,
+)
+from .handlers.api import Api
+from .protocol.apis import ApiKey
+
+MODULES: tuple[ModuleType, ...] = (
+    configs, consumer_groups, fetch, group_offsets, groups, metadata, offsets, produce, producers, topics, versions)
+
+
+@cache
+def apis() -> dict[ApiKey, Api]:
+    table: dict[ApiKey, Api] = {}
+    for module in MODULES:
+        for value in vars(module).values():
+            if isinstance(value, Api):
+                assert value.key not in table, f"{value.key.name} is declared twice"
+                table[value.key] = value
+    return table
