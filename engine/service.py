@@ -17,7 +17,7 @@ from .catalog.topic import Topic
 from .clock import SystemClock
 from .errors import UnknownPartition
 from .groups.service import Groups
-from .log.batch import BatchHeader
+from ..records.header import BatchHeader
 from .log.config import LogConfig
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
@@ -138,6 +138,15 @@ class Engine:
         partition = self.partition(name, index)
         current_version = self.catalog.get(name).version if version is not None else 0
         offset = partition.append(batch, header, version, session, current_version)
+        self.persister.schedule(partition)
+        return offset
+
+    def append_control(self, name: str, index: int, producer_id: int, producer_epoch: int, commit: bool,
+                       coordinator_epoch: int) -> int:
+        """Append a commit or abort marker for a producer's transaction, stamped now;
+        returns its offset. Readers see it once persisted, as any batch."""
+        partition = self.partition(name, index)
+        offset = partition.append_control(producer_id, producer_epoch, commit, coordinator_epoch, self.clock.now_ms())
         self.persister.schedule(partition)
         return offset
 

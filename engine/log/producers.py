@@ -21,7 +21,7 @@ from typing import NamedTuple
 import crc32c
 
 from ..errors import DuplicateBatch, OutOfOrderSequence, StaleProducerEpoch
-from .batch import BatchHeader
+from ...records.header import BatchHeader
 
 BATCHES_KEPT = 5
 SEQUENCE_MAX = 2**31 - 1

@@ -7,8 +7,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...engine.errors import EngineError
+from ...records.decode import record_times
 from ..mapping import error_code
-from ..protocol.records import record_times
 from .common import epoch_error
 from .registry import handles
 

@@ -22,8 +22,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ...engine.errors import DuplicateBatch, EngineError
-from ..mapping import error_code
-from ..protocol.record_batch import BatchRejected, check_batch, stamp_log_append_time
+from ...records.errors import InvalidBatch
+from ...records.header import stamp_log_append_time
+from ...records.validate import validate_produced
+from ..mapping import batch_code, error_code
 from .common import millis
 from .registry import handles
 
@@ -104,7 +106,7 @@ def _find_topic(ctx: Any, name: str) -> Any:
 def _append(ctx: Any, request: Any, topic: Any, partition_data: Any, waits: list[asyncio.Task[None]]) -> dict[str, Any]:
     index = partition_data.index
     try:
-        batch, header = check_batch(partition_data.records, topic.config.max_batch_bytes)
+        batch, header = validate_produced(partition_data.records, topic.config.max_batch_bytes)
         if header.is_transactional or request.transactional_id is not None:
             return _failure(index, ErrorCode.invalid_txn_state, "transactions are not supported yet")
         append_time = -1
@@ -116,8 +118,8 @@ def _append(ctx: Any, request: Any, topic: Any, partition_data: Any, waits: list
             base_offset = ctx.engine.append(topic.name, index, batch, header)
         except DuplicateBatch as duplicate:
             base_offset, append_time = duplicate.base_offset, -1
-    except BatchRejected as rejected:
-        return _failure(index, rejected.code, str(rejected))
+    except InvalidBatch as invalid:
+        return _failure(index, batch_code(invalid), str(invalid))
     except EngineError as error:
         return _failure(index, error_code(error), str(error))
     answer = {"index": index, "error_code": ErrorCode.none, "base_offset": base_offset,
