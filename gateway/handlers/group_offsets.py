@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from ...engine.groups.offsets import CommittedOffset
 from ...engine.groups.types import GroupError
 from ..mapping import group_code
+from ..protocol.subscription import subscription_topics
 from .registry import handles
 
 METADATA_BYTES_MAX = 4096  # Kafka offset.metadata.max.bytes
@@ -116,7 +117,7 @@ async def offset_delete(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
     view = groups.describe(request.group_id)
     if view is None:
         return {"error_code": ErrorCode.group_id_not_found, "throttle_time": 0, "topics": []}
-    subscribed = groups.subscribed_topics(request.group_id)
+    subscribed = groups.subscribed_topics(request.group_id, subscription_topics)
     topics = []
     for topic in request.topics:
         indexes = [p.partition_index for p in topic.partitions]
