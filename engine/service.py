@@ -11,13 +11,13 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from ..records.header import BatchHeader
 from .catalog.catalog import Catalog, topic_dir
 from .catalog.config import TopicConfig
 from .catalog.topic import Topic
 from .clock import SystemClock
 from .errors import UnknownPartition
 from .groups.service import Groups
-from ..records.header import BatchHeader
 from .log.config import LogConfig
 from .partition.memory import MemoryPool
 from .partition.partition import Partition

@@ -30,8 +30,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ...records.header import (
+    HEADER_BYTES,
+    LENGTH_FIELD_END,
+    MAGIC,
+    BatchHeader,
+    crc_ok,
+    pack_header,
+    parse_header,
+    set_crc,
+)
 from ..errors import CorruptBatch
-from ...records.header import HEADER_BYTES, LENGTH_FIELD_END, MAGIC, BatchHeader, crc_ok, pack_header, parse_header, set_crc
 
 FORMAT_VERSION = 1
 PAYLOAD_BYTES_MAX = 2**31 - 1 - HEADER_BYTES  # batch_length is an i32

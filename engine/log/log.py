@@ -9,10 +9,10 @@ Time comes from the injected now_ms; nothing here reads the clock itself.
 from bisect import bisect_right
 from collections.abc import Callable
 
+from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, parse_header, set_base_offset
 from ..errors import CorruptBatch, OffsetOutOfRange
 from ..store import Store, join
 from ..store.atomic import write_atomically
-from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, parse_header, set_base_offset
 from .config import LogConfig
 from .files import CLEAN_SHUTDOWN_FILE, PRODUCERS_SUFFIX, offset_file, offsets_with_suffix, write_start_offset
 from .recovery import Recovered, recover

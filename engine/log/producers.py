@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import crc32c
 
-from ..errors import DuplicateBatch, OutOfOrderSequence, StaleProducerEpoch
 from ...records.header import BatchHeader
+from ..errors import DuplicateBatch, OutOfOrderSequence, StaleProducerEpoch
 
 BATCHES_KEPT = 5
 SEQUENCE_MAX = 2**31 - 1

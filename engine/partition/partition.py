@@ -18,10 +18,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import OffsetOutOfRange, PartitionClosed, StaleSession
 from ...records.build import build_control_batch
 from ...records.control import ControlType
 from ...records.header import BatchHeader, iter_batches, parse_header, set_base_offset, set_leader_epoch
+from ..errors import OffsetOutOfRange, PartitionClosed, StaleSession
 from ..log.config import LogConfig
 from ..log.log import PartitionLog, check_handed
 from ..log.producers import ProducerState

@@ -6,8 +6,8 @@ protocol's metadata. Every version (0-3) begins the same way, big-endian:
     int16 version | int32 topic count | count x (int16 length, UTF-8 topic name) | ...
 
 and the fields after the topics (user data, owned partitions, rack) do not matter here. The
-engine keeps the metadata as opaque bytes; the gateway reads the topics when it needs them
-(OffsetDelete must refuse topics a member subscribes to).
+group coordinator keeps the metadata as opaque bytes; the gateway reads the topics when it
+needs them (OffsetDelete must refuse topics a member subscribes to).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from martlet.records.build import NewRecord, Producer, build_batch
+from martlet.records.build import NO_PRODUCER, NewRecord, Producer, build_batch
 from martlet.records.errors import InvalidBatch, Reason
 from martlet.records.header import HEADER_BYTES, set_crc
 from martlet.records.validate import validate_produced
@@ -12,7 +12,7 @@ from martlet.records.validate import validate_produced
 LIMIT = 1 << 20
 
 
-def batch(count: int = 2, producer: Producer = Producer(-1, -1, -1)) -> bytearray:
+def batch(count: int = 2, producer: Producer = NO_PRODUCER) -> bytearray:
     return build_batch([NewRecord(b"k", b"v%d" % i, 1_000 + i) for i in range(count)], producer=producer)
 
 

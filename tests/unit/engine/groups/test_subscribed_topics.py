@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from martlet.engine.groups.types import GroupError, JoinRequest
 
-from .test_consumer import G, Catalog, facade, join
+from .test_consumer import Catalog, G, facade, join
 
 
 def decoder(seen: list[bytes]) -> Callable[[bytes], list[str]]:
