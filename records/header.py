@@ -120,7 +120,8 @@ def peek_size(buf: Buffer, pos: int = 0) -> int:
     """Total bytes of the batch at `pos`, from its length field alone (needs 12 bytes)."""
     if len(buf) - pos < LENGTH_FIELD_END:
         raise InvalidBatch(Reason.SHORT, f"batch length needs {LENGTH_FIELD_END} bytes, {len(buf) - pos} left")
-    return _LENGTH.unpack_from(buf, pos + 8)[0] + LENGTH_FIELD_END
+    batch_length: int = _LENGTH.unpack_from(buf, pos + 8)[0]
+    return batch_length + LENGTH_FIELD_END
 
 
 def iter_batches(data: Buffer, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
