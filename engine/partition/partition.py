@@ -114,9 +114,10 @@ class Partition:
     def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                        timestamp_ms: int) -> int:
         """Append a transaction marker (a control batch, martlet.records.control) for the
-        producer's transaction, through the same path as any batch (offset, session, the
-        persister); returns its offset. Markers carry no sequence, so producer state lets
-        them pass. Only the engine writes these: produced control batches are refused."""
+        producer's transaction through `append`, as any batch (offset, session as leader
+        epoch, memory tail); returns its offset. Markers carry no sequence, so producer
+        state lets them pass. Only the engine writes these: the gateway refuses produced
+        control batches."""
         control_type = ControlType.COMMIT if commit else ControlType.ABORT
         batch = build_control_batch(producer_id, producer_epoch, control_type, coordinator_epoch, timestamp_ms)
         return self.append(batch, parse_header(batch))
