@@ -2,7 +2,7 @@
 
 from setuptools import find_packages, setup
 
-FOLDERS = ("gateway", "engine", "compat", "connectors")
+FOLDERS = ("gateway", "engine", "compat", "connectors", "records")
 
 packages = []
 package_dir = {}

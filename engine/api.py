@@ -26,7 +26,6 @@ from .groups.types import (
     SyncRequest,
     TopicLookup,
 )
-from .log.batch import BatchHeader
 from .partitions import Appended, Durability, PartitionInfo, Partitions, TopicPartition
 from .producer_ids import ProducerIds
 from .service import Engine
@@ -45,7 +44,7 @@ def hdfs_store(address: str, root: str) -> Store:
 
 
 __all__ = [
-    "Appended", "Assignment", "BatchHeader", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
+    "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
     "SystemClock", "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "check_name", "errors", "hdfs_store",

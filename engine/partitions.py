@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 from .errors import DuplicateBatch, NotServedHere, UnknownPartition
-from .log.batch import BatchHeader
+from ..records.header import BatchHeader
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
 from .partition.persister import Persister
@@ -101,6 +101,15 @@ class Partitions:
     def _appended(partition: Partition, offset: int, durability: Durability, duplicate: bool = False) -> Appended:
         must_persist = durability is Durability.PERSISTED or partition.sync_flush
         return Appended(offset, partition.start_offset, must_persist and partition.checkpoint <= offset, duplicate)
+
+    def append_control(self, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
+                       coordinator_epoch: int, timestamp_ms: int) -> int:
+        """Append a commit or abort marker of a producer's transaction; returns its offset.
+        Readers see it once persisted, as any batch."""
+        partition = self._get(tp)
+        offset = partition.append_control(producer_id, producer_epoch, commit, coordinator_epoch, timestamp_ms)
+        self.persister.schedule(partition)
+        return offset
 
     async def wait_persisted(self, tp: TopicPartition, offset: int) -> None:
         """Return once C > offset; PartitionClosed if the partition closes first."""

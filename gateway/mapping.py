@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from ..engine.api import GroupError
 from ..engine.api import errors as engine_errors
+from ..records.errors import InvalidBatch, Reason
 
 _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (engine_errors.CorruptBatch, ErrorCode.corrupt_message),
@@ -32,6 +33,28 @@ def error_code(error: Exception) -> ErrorCode:
         if isinstance(error, kind):
             return code
     return ErrorCode.unknown_server_error
+
+
+# -- produced batches: Kafka's LogValidator answers. A record set that holds no whole v2 batch
+# (short, another magic, truncated, two batches) is INVALID_RECORD, not CORRUPT_MESSAGE: checked
+# against the reference broker.
+
+_BATCH_CODES = {
+    Reason.SHORT: ErrorCode.invalid_record,
+    Reason.NOT_V2: ErrorCode.invalid_record,
+    Reason.TRUNCATED: ErrorCode.invalid_record,
+    Reason.NOT_ONE_BATCH: ErrorCode.invalid_record,
+    Reason.TOO_LARGE: ErrorCode.message_too_large,
+    Reason.CHECKSUM: ErrorCode.corrupt_message,
+    Reason.RECORD_COUNT: ErrorCode.invalid_record,
+    Reason.CONTROL_FROM_CLIENT: ErrorCode.invalid_record,
+    Reason.NO_SEQUENCE: ErrorCode.invalid_record,
+    Reason.MALFORMED_RECORDS: ErrorCode.corrupt_message,
+}
+
+
+def batch_code(invalid: InvalidBatch) -> ErrorCode:
+    return _BATCH_CODES[invalid.reason]
 
 
 # -- topic configuration: Kafka names and string values <-> engine names and values

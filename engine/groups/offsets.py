@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from ..log import LogConfig, PartitionLog, iter_batches
+from ...records.header import iter_batches
+from ..log import LogConfig, PartitionLog
 from ..store import Store, join
 from .records import Change, Commit, CommittedOffset, DeleteGroup, Key, Remove, from_batch, to_batch
 

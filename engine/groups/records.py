@@ -1,7 +1,7 @@
 """The records of the committed-offsets log: one change per engine batch.
 
 Each change to the offset store is appended to an internal partition log as one batch in the
-engine's layout (engine/log/batch.py): the 61-byte header with magic 2, attributes 0,
+v2 batch layout (martlet.records.header): the 61-byte header with magic 2, attributes 0,
 last_offset_delta 0, record_count 1, producer_id -1 (producer_epoch and base_sequence -1,
 leader_epoch -1), both timestamps = the time of the write, and a correct CRC32C. What follows
 the header is NOT a Kafka record: this log is never served to clients, so the payload is our
@@ -30,8 +30,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ...records.header import (
+    HEADER_BYTES,
+    LENGTH_FIELD_END,
+    MAGIC,
+    BatchHeader,
+    crc_ok,
+    pack_header,
+    parse_header,
+    set_crc,
+)
 from ..errors import CorruptBatch
-from ..log.batch import HEADER_BYTES, LENGTH_FIELD_END, MAGIC, BatchHeader, crc_ok, pack_header, parse_header, set_crc
 
 FORMAT_VERSION = 1
 PAYLOAD_BYTES_MAX = 2**31 - 1 - HEADER_BYTES  # batch_length is an i32

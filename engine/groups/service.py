@@ -15,9 +15,8 @@ a deadline wakes it.
 from __future__ import annotations
 
 import asyncio
-import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..store.base import Store
@@ -225,15 +224,17 @@ class Groups:
     def is_consumer_group(self, group_id: str) -> bool:
         return self.consumer.has(group_id)
 
-    def subscribed_topics(self, group_id: str) -> set[str]:
-        """Topics the group's current members subscribe to (OffsetDelete must refuse those)."""
+    def subscribed_topics(self, group_id: str, decode_subscription: Callable[[bytes], Iterable[str]]) -> set[str]:
+        """Topics the group's current members subscribe to (OffsetDelete must refuse those).
+        A classic "consumer" group's members carry theirs in protocol metadata, bytes the
+        engine does not read: `decode_subscription` (the caller's) names their topics."""
         consumer = self.consumer.describe(group_id)
         if consumer is not None:
             return {name for m in consumer.members for name in m.subscribed_topic_names}
         view = self.machine.describe(group_id)
         if view is None or view.protocol_type != "consumer":
             return set()
-        return {name for m in view.members for name in subscription_topics(m.metadata)}
+        return {name for m in view.members for name in decode_subscription(m.metadata)}
 
     def list(self) -> list[GroupView]:
         known = {view.group_id: view for view in self.machine.list()}
@@ -271,21 +272,6 @@ class Groups:
 def _offsets_only(group_id: str) -> GroupView:
     """A group known only by its committed offsets: Empty, with no protocol type (as Kafka)."""
     return GroupView(group_id, GroupState.EMPTY, "", "", 0, "", ())
-
-
-def subscription_topics(metadata: bytes) -> list[str]:
-    """Topic names of a consumer's subscription (Kafka's ConsumerProtocolSubscription: every
-    version starts with int16 version, int32 count and int16-length topic names)."""
-    try:
-        (count,) = struct.unpack_from(">i", metadata, 2)
-        pos, names = 6, []
-        for _ in range(max(count, 0)):
-            (size,) = struct.unpack_from(">h", metadata, pos)
-            names.append(metadata[pos + 2 : pos + 2 + size].decode())
-            pos += 2 + size
-        return names
-    except (struct.error, UnicodeDecodeError):
-        return []
 
 
 def _classic_view(view: ConsumerGroupView) -> GroupView:

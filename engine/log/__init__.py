@@ -1,19 +1,13 @@
-"""Segmented, append-only partition logs with sparse indexes and crash recovery."""
+"""Segmented, append-only partition logs with sparse indexes and crash recovery.
 
-from .batch import HEADER_BYTES, BatchHeader, crc_ok, iter_batches, parse_header, set_base_offset, set_leader_epoch
+Batch headers are Kafka's v2 layout, read and written with martlet.records.header."""
+
 from .config import LogConfig
 from .log import PartitionLog
 from .producers import ProducerState
 
 __all__ = [
-    "HEADER_BYTES",
-    "BatchHeader",
     "LogConfig",
     "PartitionLog",
     "ProducerState",
-    "crc_ok",
-    "iter_batches",
-    "parse_header",
-    "set_base_offset",
-    "set_leader_epoch",
 ]

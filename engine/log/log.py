@@ -9,10 +9,10 @@ Time comes from the injected now_ms; nothing here reads the clock itself.
 from bisect import bisect_right
 from collections.abc import Callable
 
+from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, parse_header, set_base_offset
 from ..errors import CorruptBatch, OffsetOutOfRange
 from ..store import Store, join
 from ..store.atomic import write_atomically
-from .batch import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, crc_ok, parse_header, set_base_offset
 from .config import LogConfig
 from .files import CLEAN_SHUTDOWN_FILE, PRODUCERS_SUFFIX, offset_file, offsets_with_suffix, write_start_offset
 from .recovery import Recovered, recover
@@ -78,7 +78,7 @@ class PartitionLog:
     def append(self, batch: bytearray, header: BatchHeader) -> int:
         """Store `batch` at offset end_offset (written into its bytes) and return that offset."""
         assert not self._closed, "append to a closed log"
-        check_batch(batch, header)
+        check_handed(batch, header)
         self.producer_state.check(header)
         header = header._replace(base_offset=self.end_offset)
         if self._should_roll(header):
@@ -260,14 +260,17 @@ class PartitionLog:
         self._closed = True
 
 
-def check_batch(batch: bytearray, header: BatchHeader) -> None:
-    """Validate a caller's batch before it reaches the disk (assert on both sides)."""
-    if len(batch) != header.size or not _same_content(parse_header(batch), header):
+def check_handed(batch: bytearray, header: BatchHeader) -> None:
+    """Check that a caller's batch and the header handed with it agree before the batch
+    takes an offset. The CRC is not computed again: a produced batch passed
+    martlet.records.validate (its one CRC pass) and the engine's own batches are built with
+    a CRC; recovery and consumers check it on the way back from the store."""
+    if len(batch) != header.size or header.size < HEADER_BYTES:
+        raise CorruptBatch(f"{len(batch)} batch bytes handed with a header of a {header.size}-byte batch")
+    if not _same_content(parse_header(batch), header):
         raise CorruptBatch("batch bytes do not match the header given with them")
-    if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH or header.last_offset_delta < 0:
+    if header.magic != MAGIC or header.last_offset_delta < 0:
         raise CorruptBatch(f"not a storable batch: {header}")
-    if not crc_ok(batch, 0, header):
-        raise CorruptBatch("batch checksum mismatch")
 
 
 def _same_content(a: BatchHeader, b: BatchHeader) -> bool:

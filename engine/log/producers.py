@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import crc32c
 
+from ...records.header import BatchHeader
 from ..errors import DuplicateBatch, OutOfOrderSequence, StaleProducerEpoch
-from .batch import BatchHeader
 
 BATCHES_KEPT = 5
 SEQUENCE_MAX = 2**31 - 1

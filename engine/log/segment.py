@@ -32,9 +32,9 @@ Invariants:
 
 from collections.abc import Iterator
 
+from ...records.header import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, crc_ok, iter_batches, parse_header
 from ..errors import CorruptBatch
 from ..store import AppendFile, Store
-from .batch import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, crc_ok, iter_batches, parse_header
 from .config import LogConfig
 from .files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, offset_file
 from .index import OffsetIndex, TimeIndex

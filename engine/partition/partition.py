@@ -18,10 +18,12 @@ import threading
 import time
 from collections.abc import Callable
 
+from ...records.build import build_control_batch
+from ...records.control import ControlType
+from ...records.header import BatchHeader, iter_batches, parse_header, set_base_offset, set_leader_epoch
 from ..errors import OffsetOutOfRange, PartitionClosed, StaleSession
-from ..log.batch import BatchHeader, iter_batches, set_base_offset, set_leader_epoch
 from ..log.config import LogConfig
-from ..log.log import PartitionLog, check_batch
+from ..log.log import PartitionLog, check_handed
 from ..log.producers import ProducerState
 from ..store.base import Store
 from .epochs import EpochHistory
@@ -99,7 +101,7 @@ class Partition:
             raise PartitionClosed(f"{self.path} is closed")
         if (session is not None and session != self.session) or (version is not None and version != current_version):
             raise StaleSession(current_version, self.session, self.checkpoint)
-        check_batch(batch, header)
+        check_handed(batch, header)
         self.producers.check(header)
         header = header._replace(base_offset=self.tail.end, leader_epoch=self.session)
         set_base_offset(batch, header.base_offset)
@@ -108,6 +110,17 @@ class Partition:
         self.tail.append(batch, header)
         self.pool.added(header.size)
         return header.base_offset
+
+    def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                       timestamp_ms: int) -> int:
+        """Append a transaction marker (a control batch, martlet.records.control) for the
+        producer's transaction through `append`, as any batch (offset, session as leader
+        epoch, memory tail); returns its offset. Markers carry no sequence, so producer
+        state lets them pass. Only the engine writes these: the gateway refuses produced
+        control batches."""
+        control_type = ControlType.COMMIT if commit else ControlType.ABORT
+        batch = build_control_batch(producer_id, producer_epoch, control_type, coordinator_epoch, timestamp_ms)
+        return self.append(batch, parse_header(batch))
 
     async def wait_persisted(self, offset: int) -> None:
         """Return once C > offset."""

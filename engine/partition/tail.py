@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from ..log.batch import BatchHeader
+from ...records.header import BatchHeader
 
 COMPACT_AFTER = 1024  # dropped slots at the front of the lists before they are cut off
 

@@ -30,6 +30,7 @@ from ..protocol.answers import (
 )
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
+from ..protocol.subscription import subscription_topics
 from .api import handles
 
 METADATA_BYTES_MAX = 4096  # Kafka offset.metadata.max.bytes
@@ -141,7 +142,7 @@ async def offset_delete(ctx: Context, header: RequestHeader, request: OffsetDele
     groups = ctx.groups
     if groups.describe(request.group_id) is None:
         return {"error_code": ErrorCode.group_id_not_found, "throttle_time": 0, "topics": []}
-    subscribed = groups.subscribed_topics(request.group_id)
+    subscribed = groups.subscribed_topics(request.group_id, subscription_topics)
     topics: list[OffsetDeleteTopicAnswer] = []
     for topic in request.topics:
         indexes = [p.partition_index for p in topic.partitions]

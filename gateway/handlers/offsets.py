@@ -8,6 +8,7 @@ from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsets
 from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest, OffsetForLeaderPartition
 
 from ...engine.api import PartitionInfo, TopicPartition, errors
+from ...records.decode import record_times
 from ..context import Context
 from ..mapping import error_code
 from ..protocol.answers import (
@@ -20,7 +21,6 @@ from ..protocol.answers import (
 )
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
-from ..protocol.records import record_times
 from .api import handles
 from .common import epoch_error
 

@@ -22,12 +22,14 @@ from kio.schema.errors import ErrorCode
 
 from ...engine.api import Durability, Topic, TopicPartition, errors
 from ..context import Context
-from ..mapping import error_code
+from ...records.errors import InvalidBatch
+from ...records.header import stamp_log_append_time
+from ...records.validate import validate_produced
+from ..mapping import batch_code, error_code
 from ..protocol.answers import PartitionProduceAnswer, ProduceAnswer, TopicProduceAnswer
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from ..protocol.produce_wire import PartitionData, ProduceRequest, TopicData, decode_produce, encode_produce_response
-from ..protocol.record_batch import BatchRejected, check_batch, stamp_log_append_time
 from .api import Codec, handles
 from .common import millis
 
@@ -112,7 +114,7 @@ def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data:
     index = partition_data.index
     tp = TopicPartition(topic.name, index)
     try:
-        batch, header = check_batch(partition_data.records, topic.config.max_batch_bytes)
+        batch, header = validate_produced(partition_data.records, topic.config.max_batch_bytes)
         if header.is_transactional or request.transactional_id is not None:
             return _failure(index, ErrorCode.invalid_txn_state, "transactions are not supported yet")
         append_time = -1
@@ -120,8 +122,8 @@ def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data:
             append_time = ctx.clock.now_ms()
             header = stamp_log_append_time(batch, append_time)
         appended = ctx.partitions.append(tp, batch, header, DURABILITY[request.acks])
-    except BatchRejected as rejected:
-        return _failure(index, rejected.code, str(rejected))
+    except InvalidBatch as invalid:
+        return _failure(index, batch_code(invalid), str(invalid))
     except errors.EngineError as error:
         return _failure(index, error_code(error), str(error))
     answer: PartitionProduceAnswer = {

@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from martlet.engine.log import LogConfig, PartitionLog
-from martlet.engine.log.batch import HEADER_BYTES, BatchHeader, pack_header, parse_header, set_crc
 from martlet.engine.store import MemoryStore
+from martlet.records.header import HEADER_BYTES, BatchHeader, pack_header, parse_header, set_crc
 
 I16 = st.integers(-(2**15), 2**15 - 1)
 I32 = st.integers(-(2**31), 2**31 - 1)

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from martlet.engine.log import LogConfig, PartitionLog
-from martlet.engine.log.batch import HEADER_BYTES, BatchHeader, iter_batches, pack_header, parse_header, set_crc
 from martlet.engine.store import LocalStore, MemoryStore
+from martlet.records.header import HEADER_BYTES, BatchHeader, iter_batches, pack_header, parse_header, set_crc
 
 CONFIG = LogConfig(segment_bytes=2_000, index_interval_bytes=100)
 DIR = "p"

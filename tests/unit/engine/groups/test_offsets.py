@@ -8,8 +8,8 @@ from martlet.engine.errors import CorruptBatch
 from martlet.engine.groups.offsets import COMPACT_SUFFIX, OLD_SUFFIX, CommittedOffset, OffsetStore
 from martlet.engine.groups.records import Commit, DeleteGroup, Remove, decode, encode, to_batch
 from martlet.engine.log import LogConfig, PartitionLog
-from martlet.engine.log.batch import HEADER_BYTES, BatchHeader, pack_header, parse_header, set_crc
 from martlet.engine.store import LocalStore, MemoryStore
+from martlet.records.header import HEADER_BYTES, BatchHeader, pack_header, parse_header, set_crc
 
 PATH = "internal/group-offsets"
 SEGMENT_BYTES = 2_000

@@ -1,6 +1,6 @@
 """Build valid batches in the engine's header layout for tests (records are opaque bytes)."""
 
-from martlet.engine.log.batch import HEADER_BYTES, BatchHeader, pack_header, parse_header, set_crc
+from martlet.records.header import HEADER_BYTES, BatchHeader, pack_header, parse_header, set_crc
 
 
 def make_batch(

@@ -4,8 +4,8 @@ import pytest
 from log_batches import ManualClock, make_batch
 
 from martlet.engine.log import LogConfig, PartitionLog
-from martlet.engine.log.batch import iter_batches
 from martlet.engine.store import LocalStore, MemoryStore
+from martlet.records.header import iter_batches
 
 CONFIG = LogConfig(segment_bytes=800, index_interval_bytes=150)
 DIR = "t-3"

@@ -6,12 +6,12 @@ import threading
 import pytest
 
 from martlet.engine.errors import StaleSession
-from martlet.engine.log.batch import iter_batches
 from martlet.engine.log.config import LogConfig
 from martlet.engine.partition.memory import MemoryPool
 from martlet.engine.partition.partition import Partition
 from martlet.engine.partition.persister import Persister
 from martlet.engine.store.memory import MemoryAppendFile, MemoryStore
+from martlet.records.header import iter_batches
 from tests.unit.engine.log.log_batches import ManualClock, make_batch
 
 WAIT_S = 10

@@ -1,5 +1,5 @@
-from martlet.engine.log.batch import iter_batches, parse_header, set_base_offset
 from martlet.engine.partition.tail import Tail
+from martlet.records.header import iter_batches, parse_header, set_base_offset
 from tests.unit.engine.log.log_batches import make_batch
 
 

@@ -8,7 +8,7 @@ sends whole batches only. Both are right, so these tests accept a torn tail with
 import asyncio
 import time
 
-from martlet.engine.log.batch import crc_ok, iter_batches
+from martlet.records.header import crc_ok, iter_batches
 from tests.integration.raw_client import batch_of_size, decode_response, encode_request, record_batch
 
 from .harness import FETCH, Broker

@@ -2,8 +2,10 @@
 
 import datetime
 import struct
+from unittest import mock
 
 import crc32c
+import pytest
 
 from martlet.engine.api import TopicPartition
 
@@ -143,6 +145,24 @@ def test_control_batches_are_refused(broker: Broker) -> None:
     struct.pack_into(">h", batch, 21, 0x20)
     struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
     assert one(broker.produce("t", 0, bytes(batch))).error_code == 87
+
+
+@pytest.mark.parametrize(("timestamp_type", "passes"), [("CreateTime", 1), ("LogAppendTime", 2)])
+def test_a_produced_batch_is_checksummed_once(broker: Broker, timestamp_type: str, passes: int) -> None:
+    """martlet.records.validate checks the CRC and the engine trusts it (it was 2 passes,
+    3 with LogAppendTime, whose stamp must write the CRC again)."""
+    broker.create_topic("t", configs={"message.timestamp.type": timestamp_type})
+    batch = record_batch([b"a", b"b"])
+    real, spans = crc32c.crc32c, []
+
+    def counting(data: bytes, *args: int) -> int:
+        spans.append(len(data))
+        return real(data, *args)
+
+    with mock.patch.object(crc32c, "crc32c", counting):
+        assert one(broker.produce("t", 0, batch)).error_code == 0
+    assert spans == [len(batch) - 21] * passes
+    assert high_watermark(broker) == 2
 
 
 def _answered_with_checkpoint(broker: Broker, topic: str, acks: int) -> tuple[int, int, int]:

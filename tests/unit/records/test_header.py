@@ -1,16 +1,29 @@
-import pytest
-from log_batches import make_batch
+"""The v2 batch header: fixed positions, parsing, patching in place, the checksum."""
 
-from martlet.engine.errors import CorruptBatch
-from martlet.engine.log.batch import (
+import pytest
+
+from martlet.records.build import NewRecord, Producer, build_batch
+from martlet.records.errors import InvalidBatch, Reason
+from martlet.records.header import (
     HEADER_BYTES,
+    BatchHeader,
     crc_ok,
     iter_batches,
     pack_header,
     parse_header,
+    peek_size,
     set_base_offset,
     set_leader_epoch,
+    stamp_log_append_time,
 )
+
+
+def make_batch(record_count: int = 1, timestamp_ms: int = 1_000, producer_id: int = -1, producer_epoch: int = -1,
+               base_sequence: int = -1, attributes: int = 0) -> tuple[bytearray, BatchHeader]:
+    records = [NewRecord(None, b"r" * 10, timestamp_ms)] * record_count
+    batch = build_batch(records, producer=Producer(producer_id, producer_epoch, base_sequence),
+                        transactional=bool(attributes & 0x10), control=bool(attributes & 0x20))
+    return batch, parse_header(batch)
 
 
 def test_fields_sit_at_their_fixed_positions():
@@ -39,10 +52,28 @@ def test_pack_is_the_inverse_of_parse():
 
 def test_parse_header_refuses_short_input():
     batch, _ = make_batch()
-    with pytest.raises(CorruptBatch):
+    with pytest.raises(InvalidBatch) as short:
         parse_header(batch[:60])
-    with pytest.raises(CorruptBatch):
+    assert short.value.reason is Reason.SHORT
+    with pytest.raises(InvalidBatch):
         parse_header(batch, pos=len(batch) - 10)
+
+
+def test_peek_size_reads_the_length_field_alone():
+    first, _ = make_batch()
+    second, _ = make_batch(record_count=3)
+    assert peek_size(first + second) == len(first)
+    assert peek_size(first + second, len(first)) == len(second)
+    with pytest.raises(InvalidBatch):
+        peek_size(first[:11])
+
+
+def test_log_append_time_stamp_rewrites_covered_fields_and_the_crc():
+    batch, before = make_batch(timestamp_ms=5)
+    after = stamp_log_append_time(batch, 9_999)
+    assert after.is_log_append_time and not before.is_log_append_time
+    assert (after.max_timestamp, after.base_timestamp) == (9_999, 5)
+    assert after.crc != before.crc and crc_ok(batch)
 
 
 def test_crc_covers_attributes_to_end():

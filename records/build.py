@@ -1,0 +1,100 @@
+"""Batches out of records: the writing side of decode.py, in the same layout (header.py).
+
+Offsets inside a batch are dense: record i gets offset delta i. The base timestamp is the
+first record's and max_timestamp the largest (Kafka's MemoryRecordsBuilder does the same;
+deltas may be negative). The CRC is written last, over the finished bytes. A broker patches
+base offset and leader epoch in place later, outside the CRC.
+
+Control batches (transaction markers) are built here because only a broker writes them: a
+produced batch with the control bit is refused by validate.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from .compression import NONE, compress
+from .control import ControlType, marker_key, marker_value
+from .decode import Header
+from .header import (
+    CONTROL_BIT,
+    HEADER_BYTES,
+    LENGTH_FIELD_END,
+    MAGIC,
+    TRANSACTIONAL_BIT,
+    BatchHeader,
+    pack_header,
+    set_crc,
+)
+from .varint import write_varint
+
+BATCH_BYTES_MAX = 2**31 - 1  # batch_length is an i32
+
+
+class NewRecord(NamedTuple):
+    """A record to write; its offset is its place in the batch."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: tuple[Header, ...] = ()
+
+
+class Producer(NamedTuple):
+    """Who writes a batch; NO_PRODUCER for a writer that is not idempotent."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+
+NO_PRODUCER = Producer(-1, -1, -1)
+
+
+def build_batch(records: Sequence[NewRecord], *, producer: Producer = NO_PRODUCER, transactional: bool = False,
+                control: bool = False, compression: int = NONE, base_offset: int = 0,
+                leader_epoch: int = -1) -> bytearray:
+    """A v2 batch holding `records` (at least one), its CRC written."""
+    if not records:
+        raise ValueError("a batch holds at least one record")
+    base_time = records[0].timestamp
+    body = compress(compression, b"".join(_record(i, r, base_time) for i, r in enumerate(records)))
+    attributes = compression | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
+    header = BatchHeader(
+        base_offset=base_offset, batch_length=HEADER_BYTES - LENGTH_FIELD_END + len(body),
+        leader_epoch=leader_epoch, magic=MAGIC, crc=0, attributes=attributes,
+        last_offset_delta=len(records) - 1, base_timestamp=base_time,
+        max_timestamp=max(r.timestamp for r in records), producer_id=producer.producer_id,
+        producer_epoch=producer.producer_epoch, base_sequence=producer.base_sequence, record_count=len(records))
+    if header.size > BATCH_BYTES_MAX:
+        raise ValueError(f"a batch of {header.size} bytes does not fit the i32 batch_length")
+    batch = bytearray(pack_header(header)) + body
+    set_crc(batch)
+    return batch
+
+
+def build_control_batch(producer_id: int, producer_epoch: int, control_type: ControlType, coordinator_epoch: int,
+                        timestamp_ms: int, base_offset: int = 0, leader_epoch: int = -1) -> bytearray:
+    """A transaction marker (control.py) for the producer's open transaction: transactional
+    and control bits set, no sequence (markers are not part of the producer's sequence)."""
+    marker = NewRecord(marker_key(control_type), marker_value(coordinator_epoch), timestamp_ms)
+    return build_batch([marker], producer=Producer(producer_id, producer_epoch, -1), transactional=True,
+                       control=True, base_offset=base_offset, leader_epoch=leader_epoch)
+
+
+def _record(offset_delta: int, record: NewRecord, base_time: int) -> bytes:
+    fields = b"".join((
+        b"\x00",  # attributes
+        write_varint(record.timestamp - base_time),
+        write_varint(offset_delta),
+        _bytes(record.key),
+        _bytes(record.value),
+        write_varint(len(record.headers)),
+        *(_bytes(key.encode()) + _bytes(value) for key, value in record.headers),
+    ))
+    return write_varint(len(fields)) + fields
+
+
+def _bytes(data: bytes | None) -> bytes:
+    return write_varint(-1) if data is None else write_varint(len(data)) + data
