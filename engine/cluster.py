@@ -73,6 +73,11 @@ class ClusterView(Protocol):
     def owns_shard(self, shard: int) -> bool:
         ...
 
+    def advertise(self, host: str, port: int, rack: str | None = None) -> NodeIdentity:
+        """Announce the address clients reach this node at, once its listener is bound;
+        returns the node's identity with it."""
+        ...
+
     def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
         """Call `listener` on every change; returns the function that unsubscribes."""
         ...

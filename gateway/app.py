@@ -42,10 +42,11 @@ class Broker:
         self.engine.open()
         self.engine.start_background()
         settings = self.config.gateway
-        ctx = Context(self.engine, settings, _cluster_id(self.store))
+        ctx = Context(self.engine, settings, _cluster_id(self.store), self.engine.cluster.local().node_id)
         self.server = Server(Dispatcher(ctx, load_all()), settings.frame_bytes_max)
         self.address = await self.server.start(settings.listen_host, settings.listen_port)
         ctx.settings = _advertise(settings, self.config.advertised, self.address)
+        self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)
         return self.address
 
     async def stop(self) -> None:
