@@ -11,10 +11,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from .catalog.catalog import Catalog, topic_dir
+from .catalog.catalog import Catalog, CatalogChanges, topic_dir
 from .catalog.config import TopicConfig
 from .catalog.topic import Topic
 from .clock import SystemClock
+from .cluster import ClusterView, EmbeddedCluster
 from .errors import UnknownPartition
 from .groups.service import Groups
 from .log.batch import BatchHeader
@@ -34,10 +35,12 @@ PartitionKey = tuple[str, int]
 
 
 class Engine:
-    def __init__(self, store: Store, settings: EngineSettings, clock: Any = None) -> None:
+    def __init__(self, store: Store, settings: EngineSettings, clock: Any = None,
+                 cluster: ClusterView | None = None) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock or SystemClock()
+        self.cluster: ClusterView = cluster or EmbeddedCluster()  # who serves what (engine/cluster.py)
         self.catalog = Catalog(store, settings.owner, settings.topic_partitions_max)
         self.producer_ids = ProducerIds(store)
         self.pool = MemoryPool(settings.memory_bytes)
@@ -58,7 +61,8 @@ class Engine:
         for topic in self.catalog:
             self._open_partitions(topic, range(topic.partition_count))
         settings = self.settings
-        self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms)
+        self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms,
+                             offsets_shards=settings.offsets_shards, owns_shard=self.cluster.owns_shard)
 
     def start_background(self) -> None:
         """Start the timers; needs a running event loop."""
@@ -117,11 +121,41 @@ class Engine:
         """Replace the topic's overrides: names not in `overrides` go back to defaults."""
         config = self.settings.topic_defaults.updated(overrides)
         topic = self.catalog.reconfigure(name, config, frozenset(overrides))
-        for index in range(topic.partition_count):
-            partition = self._partitions[(name, index)]
-            partition.log.config = self._log_config(topic)
-            partition.sync_flush = topic.config.flush_mode == "sync"
+        self._apply_config(topic)
         return topic
+
+    def _apply_config(self, topic: Topic) -> None:
+        for index in range(topic.partition_count):
+            partition = self._partitions.get((topic.name, index))
+            if partition is not None:
+                partition.log.config = self._log_config(topic)
+                partition.sync_flush = topic.config.flush_mode == "sync"
+
+    def refresh_catalog(self) -> CatalogChanges:
+        """Pick up topic changes another process made on the store: open the partitions
+        of topics created or grown there (those this node serves), close those of deleted
+        topics, apply new configurations."""
+        changes = self.catalog.reload()
+        for topic in changes.deleted:
+            self._drop_partitions(topic)
+        for topic in changes.created:
+            self._open_partitions(topic, range(topic.partition_count))
+        for before, after in changes.grown:
+            self._open_partitions(after, range(before.partition_count, after.partition_count))
+        for _, after in changes.reconfigured:
+            self._apply_config(after)
+        return changes
+
+    def _drop_partitions(self, topic: Topic) -> None:
+        for index in range(topic.partition_count):
+            partition = self._partitions.pop((topic.name, index), None)
+            if partition is None:
+                continue
+            try:
+                partition.close()
+            except OSError as error:  # its files are already gone with the topic
+                log.info("closing %s/%d of a deleted topic: %s", topic.name, index, error)
+            self._wake((topic.name, index))
 
     # -- partitions
 
@@ -185,6 +219,8 @@ class Engine:
         config = self._log_config(topic)
         sync_flush = topic.config.flush_mode == "sync"
         for index in indexes:
+            if not self.cluster.owns(topic.name, index):
+                continue
             path = f"{topic_dir(topic)}/{index}"
             partition = Partition.open(self.logs_store, path, config, self.clock.now_ms, self.pool, sync_flush)
             key = (topic.name, index)
