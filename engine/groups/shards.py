@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..errors import InvalidConfig
 from ..store import Store
 from ..store.atomic import read_whole, write_atomically
 from .membership import GroupGone, GroupRecord, MembershipChange
@@ -174,7 +175,8 @@ class OffsetShards:
 
 def _settle_count(store: Store, wanted: int) -> int:
     """The data dir's shard count: the stored one, else `wanted` (stored now)."""
-    assert 1 <= wanted <= SHARDS_MAX, f"offsets shards must be in [1, {SHARDS_MAX}], not {wanted}"
+    if not 1 <= wanted <= SHARDS_MAX:
+        raise InvalidConfig(f"offsets_shards must be between 1 and {SHARDS_MAX}, not {wanted}")
     if store.exists(COUNT_PATH):
         return int(read_whole(store, COUNT_PATH))
     store.mkdir(SHARDS_DIR)

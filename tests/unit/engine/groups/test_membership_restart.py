@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+import pytest
+
 from martlet.engine.clock import ManualClock
+from martlet.engine.errors import CorruptBatch
 from martlet.engine.groups.classic import GroupLimits
 from martlet.engine.groups.consumer import ConsumerGroupLimits
 from martlet.engine.groups.membership import ClassicGroupRecord, ConsumerGroupRecord
@@ -129,3 +132,18 @@ def test_membership_records_round_trip_through_their_encoding() -> None:
     for record in records:
         assert decode(encode(record)) == record
     groups.close()
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"v":1,"type":"classic_group","group":"g","generation":"1","protocol_type":null,"protocol":null,'
+    b'"leader":null,"members":[]}',
+    b'{"v":1,"type":"classic_group","group":"g","generation":1,"protocol_type":null,"protocol":null,'
+    b'"leader":null,"members":[["m"]]}',
+    b'{"v":1,"type":"consumer_group","group":"g","epoch":1,"assignment_epoch":1,"assignor":"uniform",'
+    b'"topics":[],"target":[["m",[["id",true]]]],"members":[]}',
+    b'{"v":1,"type":"classic_group","group":"g","generation":1,"protocol_type":null,"protocol":null,'
+    b'"leader":null,"members":[["m",null,"c","h",1,1,"consumer",[["range","not base64!"]],""]]}',
+])
+def test_a_malformed_membership_record_is_corrupt(payload: bytes) -> None:
+    with pytest.raises(CorruptBatch):
+        decode(payload)
