@@ -10,7 +10,8 @@ The view names two kinds of thing a node can own:
     offsets shard n         one internal partition of committed offsets and group records
                             (engine/groups/shards.py maps a group id to its shard)
 A group's coordinator is the owner of the group's offsets shard, as in Kafka, where the
-coordinator of a group is the leader of its `__consumer_offsets` partition.
+coordinator of a group is the leader of its `__consumer_offsets` partition:
+`Engine.coordinator_of(group_id)` asks the view for the owner of `Groups.shard_of(group_id)`.
 
 Listeners get a ClusterChange whenever the view changes (a node comes or goes, ownership
 moves, the local node's advertised address is set); they run on the caller's thread and
@@ -121,4 +122,9 @@ class EmbeddedCluster:
 
     def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe

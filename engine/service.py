@@ -15,7 +15,7 @@ from .catalog.catalog import Catalog, CatalogChanges, topic_dir
 from .catalog.config import TopicConfig
 from .catalog.topic import Topic
 from .clock import SystemClock
-from .cluster import ClusterView, EmbeddedCluster
+from .cluster import ClusterView, EmbeddedCluster, NodeIdentity
 from .errors import UnknownPartition
 from .groups.service import Groups
 from .log.batch import BatchHeader
@@ -130,6 +130,10 @@ class Engine:
             if partition is not None:
                 partition.log.config = self._log_config(topic)
                 partition.sync_flush = topic.config.flush_mode == "sync"
+
+    def coordinator_of(self, group_id: str) -> NodeIdentity | None:
+        """The node coordinating a group: the owner of its offsets shard."""
+        return self.cluster.shard_owner(self.groups.shard_of(group_id))
 
     def refresh_catalog(self) -> CatalogChanges:
         """Pick up topic changes another process made on the store: open the partitions

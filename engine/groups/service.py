@@ -97,6 +97,10 @@ class Groups:
                 future.cancel()
         self.offsets.close()
 
+    def shard_of(self, group_id: str) -> int:
+        """The offsets shard holding the group (its coordinator is that shard's owner)."""
+        return self.offsets.shard_of(group_id)
+
     # -- membership records
 
     def _restore(self) -> None:

@@ -1,4 +1,5 @@
-"""Topic changes made by another process on the same store reach a running engine on refresh."""
+"""Topic changes made by another process on the same store reach a running engine on refresh;
+the engine names the node coordinating a group."""
 
 from __future__ import annotations
 
@@ -39,3 +40,10 @@ def test_a_refreshed_engine_opens_created_and_grown_partitions_and_drops_deleted
         reader.partition("t", 0)
     asyncio.run(reader.close())
     asyncio.run(writer.close())
+
+
+def test_the_coordinator_of_a_group_is_the_owner_of_its_shard() -> None:
+    engine = open_engine(MemoryStore())
+    assert engine.groups.shard_of("a") == 97 % engine.settings.offsets_shards
+    assert engine.coordinator_of("a") == engine.cluster.local()
+    asyncio.run(engine.close())
