@@ -19,6 +19,7 @@ a deadline wakes it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 import uuid
 from collections.abc import Callable
@@ -50,6 +51,7 @@ from .types import (
 )
 
 TICK_MS_MAX = 1000
+log = logging.getLogger(__name__)
 
 
 def random_member_id(prefix: str) -> str:
@@ -80,6 +82,7 @@ class Groups:
         self.machine = ClassicCoordinator(limits, new_member_id)
         self.consumer = ConsumerCoordinator(consumer_limits or ConsumerGroupLimits(), new_consumer_member_id)
         self.offsets = OffsetShards.open(store, now_ms, offsets_shards, owns_shard)
+        self._unrecorded: set[str] = set()  # touched groups whose record a store error held back
         self._restore()
         self.offsets_retention_ms = offsets_retention_ms
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Any]]] = {}
@@ -115,14 +118,28 @@ class Groups:
     def _record_touched(self) -> None:
         """Write the new record of every group the machines changed (log first: this runs
         before any reply of the call is delivered). A group id is one protocol's at a time,
-        so the machine that has the group speaks for it; neither has it: it is gone."""
-        for group_id in sorted(self.consumer.take_touched() | self.machine.take_touched()):
-            if self.machine.has(group_id):
-                record = self.machine.record(group_id)
-            else:
-                record = self.consumer.record(group_id)
-            if record is not None and record != self.offsets.membership(group_id):
-                self.offsets.record_membership(record)
+        so the machine that has the group speaks for it; neither has it: it is gone.
+
+        A store error is logged, not raised: the machines' state has moved on and their
+        replies must still go out (a JoinGroup waiter would hang otherwise). The groups not
+        written are tried again after the next call; a restart before that resumes them
+        from their previous record, which costs a rebalance, as before records existed."""
+        due = sorted(self._unrecorded | self.consumer.take_touched() | self.machine.take_touched())
+        self._unrecorded = set(due)
+        try:
+            for group_id in due:
+                self._record(group_id)
+                self._unrecorded.discard(group_id)
+        except OSError as error:
+            log.warning("group records of %d groups not written yet: %s", len(self._unrecorded), error)
+
+    def _record(self, group_id: str) -> None:
+        if self.machine.has(group_id):
+            record = self.machine.record(group_id)
+        else:
+            record = self.consumer.record(group_id)
+        if record is not None and record != self.offsets.membership(group_id):
+            self.offsets.record_membership(record)
 
     # -- membership
 

@@ -147,3 +147,24 @@ def test_membership_records_round_trip_through_their_encoding() -> None:
 def test_a_malformed_membership_record_is_corrupt(payload: bytes) -> None:
     with pytest.raises(CorruptBatch):
         decode(payload)
+
+
+def test_a_record_the_store_refused_is_written_after_the_next_call() -> None:
+    """A failed record write must not hold back the replies; it is retried, not lost."""
+    store, clock = MemoryStore(), ManualClock(1_000)
+    groups = open_groups(store, clock)
+    write = groups.offsets.record_membership
+    failures = [OSError("store down")]
+
+    def flaky(change):  # type: ignore[no-untyped-def]
+        if failures:
+            raise failures.pop()
+        write(change)
+
+    groups.offsets.record_membership = flaky  # type: ignore[method-assign]
+    member_id, epoch = join_consumer(groups, "kip848")  # answered although its record failed
+    assert groups.offsets.membership("kip848") is None
+    groups.tick()
+    record = groups.offsets.membership("kip848")
+    assert isinstance(record, ConsumerGroupRecord) and record.members[0].member_id == member_id
+    groups.close()
