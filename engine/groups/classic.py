@@ -205,13 +205,15 @@ class ClassicCoordinator:
         assert request.group_instance_id is not None
         self._touched.add(group.group_id)
         old_id = group.static[request.group_instance_id]
-        old = group.members.pop(old_id)
+        old = group.members[old_id]
         replies = self._fence_waiters(group, old)
         new_id = self.new_member_id(request.group_instance_id)
         old.member_id = new_id
         old.joining = old.syncing = False
         self._refresh(old, request, now_ms)
-        group.members[new_id] = old
+        # same place in the member order: the protocol vote's tie-break follows that order
+        group.members = {new_id if member_id == old_id else member_id: member
+                         for member_id, member in group.members.items()}
         group.static[request.group_instance_id] = new_id
         was_leader = group.leader_id == old_id
         if was_leader:
