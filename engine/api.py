@@ -14,6 +14,7 @@ from .catalog.config import TopicConfig
 from .catalog.names import check_name
 from .catalog.topic import Topic
 from .clock import Clock, ManualClock, SystemClock
+from .cluster import EMBEDDED_NODE_ID, ClusterView, EmbeddedCluster, NodeIdentity
 from .groups.classic import GroupLimits
 from .groups.offsets import CommittedOffset
 from .groups.service import Groups
@@ -44,6 +45,7 @@ def hdfs_store(address: str, root: str) -> Store:
 
 
 __all__ = [
+    "EMBEDDED_NODE_ID", "ClusterView", "EmbeddedCluster", "NodeIdentity",
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",

@@ -1,20 +1,33 @@
-"""Producer ids, unique for the life of a data directory.
+"""Producer ids, unique for the life of a data directory, across every process sharing it.
 
-Ids are handed out from blocks: the file `producer-ids` holds the first id of the next
-unused block and is advanced (atomically) before any id of a block is handed out, so a
-crash can skip ids but never repeat one. Claiming a block is a store call, made off the
-event loop.
+Ids are handed out from blocks of BLOCK ids. Block n (ids n*BLOCK .. (n+1)*BLOCK-1) belongs
+to whoever created the empty file `producer-id-blocks/<n>` with the store's
+create_exclusive, an atomic claim even when several processes share the store: two
+allocators never get the same block, and a crash skips ids but never repeats one.
+
+A claim starts above the highest block listed and above the allocator's own last block, and
+tries the next number while another process wins the race. Blocks are never deleted: a
+deleted claim could be won again. One empty file per BLOCK ids is cheap enough (a million
+producer ids leave a thousand files).
+
+Upgrade: data written before blocks existed kept the start of the next unused block in the
+file `producer-ids` (read-modify-written by the one broker). It is read, never written, as a
+floor, so ids never go backwards.
+
+Claiming a block is store work: it runs on a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from .store.atomic import read_whole, write_atomically
+from .store.atomic import read_whole
 from .store.base import Store
 
 BLOCK = 1000
-PATH = "producer-ids"
+BLOCKS_DIR = "producer-id-blocks"
+LEGACY_PATH = "producer-ids"
+CLAIM_ATTEMPTS_MAX = 1000  # a claim that loses this many races in a row is a bug, not contention
 
 
 class ProducerIds:
@@ -22,18 +35,36 @@ class ProducerIds:
         self.store = store
         self._next = 0
         self._block_end = 0
+        self._last_block = -1
         self._claiming = asyncio.Lock()
 
     async def allocate(self) -> int:
         async with self._claiming:
             if self._next >= self._block_end:
-                self._next, self._block_end = await asyncio.get_running_loop().run_in_executor(None, self._claim_block)
+                block = await asyncio.get_running_loop().run_in_executor(None, self._claim_block)
+                self._last_block = block
+                self._next, self._block_end = block * BLOCK, (block + 1) * BLOCK
         allocated = self._next
         self._next += 1
         return allocated
 
-    def _claim_block(self) -> tuple[int, int]:
-        """Worker thread: the next block, [start, end)."""
-        start = int(read_whole(self.store, PATH)) if self.store.exists(PATH) else 0
-        write_atomically(self.store, PATH, str(start + BLOCK).encode())
-        return start, start + BLOCK
+    def _claim_block(self) -> int:
+        """Worker thread: the number of a block this allocator now owns."""
+        self.store.mkdir(BLOCKS_DIR)
+        block = max(self._first_free_hint(), self._last_block + 1)
+        for _ in range(CLAIM_ATTEMPTS_MAX):
+            if self.store.create_exclusive(f"{BLOCKS_DIR}/{block}"):
+                return block
+            block += 1  # another process took it: try the next one
+        raise AssertionError(f"no producer-id block claimed in {CLAIM_ATTEMPTS_MAX} attempts")
+
+    def _first_free_hint(self) -> int:
+        """The lowest block number that no claim and no legacy counter has passed."""
+        claimed = [int(name) for name in self.store.list(BLOCKS_DIR) if name.isdigit()]
+        return max(max(claimed, default=-1) + 1, self._legacy_floor())
+
+    def _legacy_floor(self) -> int:
+        if not self.store.exists(LEGACY_PATH):
+            return 0
+        next_id = int(read_whole(self.store, LEGACY_PATH))
+        return -(-next_id // BLOCK)  # the first block wholly at or above it

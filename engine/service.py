@@ -15,6 +15,7 @@ import uuid
 
 from .catalog.catalog import Catalog
 from .clock import Clock, SystemClock
+from .cluster import ClusterView, EmbeddedCluster, NodeIdentity
 from .groups.service import Groups
 from .partition.memory import MemoryPool
 from .partition.persister import Persister
@@ -31,20 +32,23 @@ CLUSTER_ID_PATH = "cluster-id"
 
 
 class Engine:
-    def __init__(self, store: Store, settings: EngineSettings, clock: Clock | None = None) -> None:
+    def __init__(self, store: Store, settings: EngineSettings, clock: Clock | None = None,
+                 cluster: ClusterView | None = None) -> None:
         self.store = store
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
+        self.cluster: ClusterView = cluster or EmbeddedCluster()  # who serves what (engine/cluster.py)
         self.producer_ids = ProducerIds(store)
         self.pool = MemoryPool(settings.memory_bytes)
         logs_store = CachedStore(store, self.pool.reclaim_soon)
         self.pool.attach_blocks(logs_store)
         self.persister = Persister(settings.commit_bytes, settings.commit_ms, settings.persist_threads,
                                    self.clock.now_ms, inline=not getattr(store, "slow_writes", True))
-        self.partitions = Partitions(self.persister, self.pool, settings.read_threads)
+        self.partitions = Partitions(self.persister, self.pool, settings.read_threads,
+                                     lambda tp: self.cluster.owns(tp.topic, tp.partition))
         self.topics = Topics(Catalog(store, settings.owner, settings.topic_partitions_max), self.partitions,
                              logs_store, self.pool, settings.topic_defaults, settings.index_interval_bytes,
-                             self.clock.now_ms)
+                             self.clock.now_ms, self.cluster)
         self._retention_task: asyncio.Task[None] | None = None
         self.groups: Groups = None  # type: ignore[assignment]  # set by open()
         self.cluster_id = ""  # set by open()
@@ -57,7 +61,8 @@ class Engine:
         self.cluster_id = _cluster_id(self.store)
         self.topics.open_all()
         settings = self.settings
-        self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms)
+        self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms,
+                             offsets_shards=settings.offsets_shards, owns_shard=self.cluster.owns_shard)
 
     def start_background(self) -> None:
         """Start the timers; needs a running event loop."""
@@ -81,6 +86,10 @@ class Engine:
         self.persister.close()
         self.partitions.shutdown()
         self.topics.close()
+
+    def coordinator_of(self, group_id: str) -> NodeIdentity | None:
+        """The node coordinating a group: the owner of its offsets shard."""
+        return self.cluster.shard_owner(self.groups.shard_of(group_id))
 
     async def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until everything taken in is persisted; True unless the timeout ran out."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from .catalog.config import TopicConfig
 from .groups.classic import GroupLimits
+from .groups.shards import SHARDS_DEFAULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +18,10 @@ class EngineSettings:
     topic_partitions_max: int = 10_000
     groups: GroupLimits = field(default_factory=GroupLimits)
     offsets_retention_ms: int = 604_800_000     # Kafka offsets.retention.minutes = 7 days
+    # Committed offsets and group records are split into this many shards (Kafka's
+    # offsets.topic.num.partitions, same default and same group -> shard hash), the unit a
+    # coordinator owns. Fixed when a data dir is first used: later values are ignored.
+    offsets_shards: int = SHARDS_DEFAULT
     memory_bytes: int = 256 << 20               # the pool: memory tails and the block cache
     commit_bytes: int = 1 << 20                 # the most one group commit writes
     commit_ms: int = 0                          # how long a commit waits to gather more writes (0: next loop turn)

@@ -9,14 +9,16 @@ loop then starts or stops serving the partitions involved (`Partitions.add` / `r
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from .catalog.catalog import Catalog, topic_dir
+from .catalog.catalog import Catalog, CatalogChanges, topic_dir
 from .catalog.config import TopicConfig
 from .catalog.names import check_name
 from .catalog.topic import Topic
+from .cluster import ClusterView
 from .errors import InvalidPartitionCount, TopicExists
 from .log.config import LogConfig
 from .partition.memory import MemoryPool
@@ -26,11 +28,13 @@ from .partition.workers import Workers
 from .store.base import Store
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class Topics:
     def __init__(self, catalog: Catalog, partitions: Partitions, store: Store, pool: MemoryPool,
-                 defaults: TopicConfig, index_interval_bytes: int, now_ms: Callable[[], int]) -> None:
+                 defaults: TopicConfig, index_interval_bytes: int, now_ms: Callable[[], int],
+                 cluster: ClusterView) -> None:
         self._catalog = catalog
         self._partitions = partitions
         self._store = store
@@ -38,6 +42,7 @@ class Topics:
         self.defaults = defaults
         self._index_interval_bytes = index_interval_bytes
         self._now_ms = now_ms
+        self._cluster = cluster
         self._admin = Workers(1, "martlet-admin")
 
     # -- lookups (event loop, memory only)
@@ -108,13 +113,34 @@ class Topics:
         if validate_only:
             return topic
         topic = await self._off_loop(self._catalog.reconfigure, name, config, frozenset(overrides))
+        self._apply_config(topic)
+        return topic
+
+    async def refresh(self) -> CatalogChanges:
+        """Pick up topic changes another process made on the store: serve the partitions of
+        topics created or grown there (those this node owns), stop serving those of deleted
+        topics, apply new configurations."""
+        changes = await self._off_loop(self._catalog.reload)
+        closing = []
+        for topic in changes.deleted:
+            for index in range(topic.partition_count):
+                if self._partitions.get_open(TopicPartition(topic.name, index)) is not None:
+                    closing.append(self._partitions.remove(TopicPartition(topic.name, index)))
+        for partition in closing:
+            partition.close()
+        opened = await self._off_loop(self._open_changed, changes, closing)
+        self._serve(opened)
+        for _, after in changes.reconfigured:
+            self._apply_config(after)
+        return changes
+
+    def _apply_config(self, topic: Topic) -> None:
         log_config = self._log_config(topic)
         for index in range(topic.partition_count):
-            partition = self._partitions.get_open(TopicPartition(name, index))
+            partition = self._partitions.get_open(TopicPartition(topic.name, index))
             if partition is not None:
                 partition.log.config = log_config
                 partition.sync_flush = topic.config.flush_mode == "sync"
-        return topic
 
     def close(self) -> None:
         self._admin.shutdown()
@@ -135,13 +161,27 @@ class Topics:
             partition.close_log()
         return self._catalog.delete(name)
 
+    def _open_changed(self, changes: CatalogChanges, closing: list[Partition]) -> list[tuple[TopicPartition, Partition]]:
+        for partition in closing:
+            try:
+                partition.close_log()
+            except OSError as error:  # its files may be gone with the topic already
+                log.info("closing %s of a deleted topic: %s", partition.path, error)
+        opened = []
+        for topic in changes.created:
+            opened += self._open_partitions(topic, range(topic.partition_count))
+        for before, after in changes.grown:
+            opened += self._open_partitions(after, range(before.partition_count, after.partition_count))
+        return opened
+
     def _open_partitions(self, topic: Topic, indexes: range) -> list[tuple[TopicPartition, Partition]]:
+        """The partitions of `topic` at `indexes` that this node serves, opened."""
         config = self._log_config(topic)
         sync_flush = topic.config.flush_mode == "sync"
         return [(TopicPartition(topic.name, index),
                  Partition.open(self._store, f"{topic_dir(topic)}/{index}", config, self._now_ms, self._pool,
                                 sync_flush))
-                for index in indexes]
+                for index in indexes if self._cluster.owns(topic.name, index)]
 
     # -- helpers
 

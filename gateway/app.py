@@ -40,6 +40,7 @@ class Broker:
         self.server = Server(Dispatcher(ctx), settings.frame_bytes_max)
         self.address = await self.server.start(settings.listen_host, settings.listen_port)
         ctx.settings = _advertise(settings, self.config.advertised, self.address)
+        self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)
         return self.address
 
     async def stop(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..engine.api import Clock, Engine, Groups, Partitions, ProducerIds, Topics
+from ..engine.api import EMBEDDED_NODE_ID, Clock, Engine, Groups, Partitions, ProducerIds, Topics
 from .settings import GatewaySettings
 
 if TYPE_CHECKING:
@@ -23,10 +23,10 @@ class Context:
     settings: GatewaySettings
     cluster_id: str
     apis: dict[ApiKey, Api]
-    node_id: int = 1
+    node_id: int = EMBEDDED_NODE_ID  # the engine's cluster view names this node (engine/cluster.py)
 
     @classmethod
     def of(cls, engine: Engine, settings: GatewaySettings, cluster_id: str, apis: dict[ApiKey, Api]) -> Context:
         """The context of a broker serving `engine` (opened already: its groups exist)."""
         return cls(engine.topics, engine.partitions, engine.groups, engine.producer_ids, engine.clock, settings,
-                   cluster_id, apis)
+                   cluster_id, apis, engine.cluster.local().node_id)

@@ -6,6 +6,13 @@ Layout under the store root:
 A topic being deleted is first renamed to `<resource>.deleted`, so a crash in the middle
 of removing its files never brings it back.
 
+Topics can change under a running broker: another process sharing the store may create,
+grow, reconfigure or delete them. `reload` re-reads every `topic.json` and reports what
+changed since this catalog last looked (CatalogChanges), so the engine can open or close
+partitions. It reads the store on demand (a caller polls, or a watch from a coordination
+service triggers it); it costs one list and one read per topic. A directory without a
+`topic.json` yet is a create still in progress elsewhere, and is skipped until it has one.
+
 Changes run on the engine's admin thread while the event loop reads: the table of topics is
 never changed in place but replaced whole, so a reader iterates a consistent snapshot.
 """
@@ -13,6 +20,7 @@ never changed in place but replaced whole, so a reader iterates a consistent sna
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ..errors import InvalidPartitionCount, TopicExists, UnknownTopic
 from ..store.atomic import read_whole, write_atomically
@@ -30,6 +38,41 @@ def topic_dir(topic: Topic) -> str:
     return f"{TOPICS_DIR}/{topic.resource}"
 
 
+Change = tuple[Topic, Topic]  # (before, after)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogChanges:
+    """What a reload found. A topic deleted and created again under its name (a new
+    resource uuid) is both deleted and created; one grown and reconfigured is in both."""
+
+    created: tuple[Topic, ...] = ()
+    deleted: tuple[Topic, ...] = ()
+    grown: tuple[Change, ...] = ()
+    reconfigured: tuple[Change, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.created or self.deleted or self.grown or self.reconfigured)
+
+
+def compare(before: dict[str, Topic], after: dict[str, Topic]) -> CatalogChanges:
+    """The changes that turn the topics `before` into the topics `after` (both by name)."""
+    created, deleted, grown, reconfigured = [], [], [], []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name), after.get(name)
+        if old is not None and (new is None or new.resource != old.resource):
+            deleted.append(old)
+        if new is not None and (old is None or new.resource != old.resource):
+            created.append(new)
+        if old is None or new is None or new.resource != old.resource:
+            continue
+        if new.ranges != old.ranges or new.version != old.version:
+            grown.append((old, new))
+        if new.config != old.config or new.overrides != old.overrides:
+            reconfigured.append((old, new))
+    return CatalogChanges(tuple(created), tuple(deleted), tuple(grown), tuple(reconfigured))
+
+
 class Catalog:
     def __init__(self, store: Store, owner: str, partitions_max: int = SLOTS) -> None:
         self.store = store
@@ -38,13 +81,34 @@ class Catalog:
         self._topics: dict[str, Topic] = {}
 
     def load(self) -> None:
+        """Read the topics at start, finishing deletes a crash interrupted."""
         self.store.mkdir(TOPICS_DIR)
         for entry in self.store.list(TOPICS_DIR):
             if entry.endswith(DELETED_SUFFIX):
                 self.store.delete(f"{TOPICS_DIR}/{entry}")
-            elif self.store.exists(f"{TOPICS_DIR}/{entry}/topic.json"):
-                topic = Topic.from_json(read_whole(self.store, f"{TOPICS_DIR}/{entry}/topic.json"))
-                self._topics = {**self._topics, topic.name: topic}
+        self._topics = self._read_all()
+
+    def reload(self) -> CatalogChanges:
+        """Re-read the store (another process may have changed it) and report what changed.
+
+        Tombstones are left alone here: their owner may still be removing them."""
+        fresh = self._read_all()
+        changes = compare(self._topics, fresh)
+        self._topics = fresh
+        return changes
+
+    def _read_all(self) -> dict[str, Topic]:
+        topics = {}
+        for entry in self.store.list(TOPICS_DIR):
+            path = f"{TOPICS_DIR}/{entry}/topic.json"
+            if entry.endswith(DELETED_SUFFIX) or not self.store.exists(path):
+                continue
+            try:
+                topic = Topic.from_json(read_whole(self.store, path))
+            except FileNotFoundError:
+                continue  # deleted by another process between the list and the read
+            topics[topic.name] = topic
+        return topics
 
     def __iter__(self) -> Iterator[Topic]:
         return iter(sorted(self._topics.values(), key=lambda t: t.name))

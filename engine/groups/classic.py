@@ -10,6 +10,11 @@ A rebalance that ends with no members leaves the group Empty (its committed offs
 
 Waiting JoinGroup and SyncGroup requests are answered by `Reply` values in the outcome of
 whatever later call completes them (see types.py).
+
+Records out, replay in: each call notes the groups whose durable state it may have changed
+(`take_touched`); `record` turns a group into its membership record (membership.py) at the
+points Kafka stores a group (Stable or Empty; None in between), and `restore` rebuilds a
+group from its last record, giving every member a fresh session from `now_ms`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from .membership import ClassicGroupRecord, ClassicMemberRecord, GroupGone
 from .types import (
     GroupError,
     GroupState,
@@ -83,6 +89,38 @@ class ClassicCoordinator:
         self.limits = limits
         self.new_member_id = new_member_id
         self.groups: dict[str, Group] = {}
+        self._touched: set[str] = set()  # groups whose record may have changed since take_touched
+
+    # -- records
+
+    def take_touched(self) -> set[str]:
+        """Groups whose durable state may have changed since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def record(self, group_id: str) -> ClassicGroupRecord | GroupGone | None:
+        """The group's membership record; None while a rebalance is under way (nothing to
+        store: a restart resumes from the last stable generation)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return GroupGone(group_id)
+        if group.state not in (S.STABLE, S.EMPTY):
+            return None
+        members = tuple(ClassicMemberRecord(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                            m.session_timeout_ms, m.rebalance_timeout_ms, m.protocol_type,
+                                            m.protocols, m.assignment) for m in group.members.values())
+        return ClassicGroupRecord(group.group_id, group.generation, group.protocol_type, group.protocol_name,
+                                  group.leader_id, members)
+
+    def restore(self, record: ClassicGroupRecord, now_ms: int) -> None:
+        """Rebuild a group from its last record; members' sessions start again at `now_ms`."""
+        members = {m.member_id: Member(m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
+                                       m.rebalance_timeout_ms, m.protocol_type, m.protocols, now_ms, m.assignment)
+                   for m in record.members}
+        static = {m.instance_id: m.member_id for m in record.members if m.instance_id is not None}
+        state = S.STABLE if members else S.EMPTY
+        self.groups[record.group_id] = Group(record.group_id, state, record.generation, record.protocol_type,
+                                             record.protocol_name, record.leader_id, members, static)
 
     # -- JoinGroup
 
@@ -165,14 +203,17 @@ class ClassicCoordinator:
     def _replace_static(self, group: Group, request: JoinRequest, now_ms: int) -> Outcome:
         """KIP-345: a static member that restarts takes over its old member id's place."""
         assert request.group_instance_id is not None
+        self._touched.add(group.group_id)
         old_id = group.static[request.group_instance_id]
-        old = group.members.pop(old_id)
+        old = group.members[old_id]
         replies = self._fence_waiters(group, old)
         new_id = self.new_member_id(request.group_instance_id)
         old.member_id = new_id
         old.joining = old.syncing = False
         self._refresh(old, request, now_ms)
-        group.members[new_id] = old
+        # same place in the member order: the protocol vote's tie-break follows that order
+        group.members = {new_id if member_id == old_id else member_id: member
+                         for member_id, member in group.members.items()}
         group.static[request.group_instance_id] = new_id
         was_leader = group.leader_id == old_id
         if was_leader:
@@ -249,6 +290,7 @@ class ClassicCoordinator:
         return self._complete_join(group, now_ms)
 
     def _complete_join(self, group: Group, now_ms: int) -> list[Reply]:
+        self._touched.add(group.group_id)
         for member in [m for m in group.members.values() if not m.joining]:
             self._remove(group, member)
         group.generation += 1
@@ -320,6 +362,7 @@ class ClassicCoordinator:
         return E.NONE
 
     def _complete_sync(self, group: Group, assignments: dict[str, bytes], now_ms: int) -> list[Reply]:
+        self._touched.add(group.group_id)
         group.state = S.STABLE
         group.deadline_ms = None
         replies = []
@@ -449,6 +492,7 @@ class ClassicCoordinator:
         return replies
 
     def _remove(self, group: Group, member: Member) -> None:
+        self._touched.add(group.group_id)
         del group.members[member.member_id]
         if member.instance_id is not None and group.static.get(member.instance_id) == member.member_id:
             del group.static[member.instance_id]
@@ -487,4 +531,5 @@ class ClassicCoordinator:
         if group.members or group.state is not S.EMPTY:
             return E.NON_EMPTY_GROUP
         del self.groups[group_id]
+        self._touched.add(group_id)
         return E.NONE

@@ -23,9 +23,13 @@ previous owner's heartbeat says it was revoked.
 
 Static members (KIP-345 carried over): an instance id maps to one member; member_epoch -2 is a
 temporary leave that keeps the member's assignment for a session timeout, and a new member
-with that instance id takes it over. Membership is kept in memory only: after a restart the
-members' heartbeats get UNKNOWN_MEMBER_ID and they rejoin at epoch 0 (committed offsets are
-kept by offsets.py).
+with that instance id takes it over.
+
+Records out, replay in: calls note the groups they may have changed (`take_touched`);
+`record` is a group's membership record (membership.py) and `restore` rebuilds the group
+from it after a restart or a move, so members keep their ids and epochs: each gets a fresh
+session from the restore, is taken to own what it was assigned or asked to revoke until its
+next heartbeat says otherwise, and one that was revoking gets a fresh rebalance timeout.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .assignors import ASSIGNORS, UNIFORM, AssignmentSpec, MemberSpec
+from .membership import ConsumerGroupRecord, ConsumerMemberRecord, GroupGone
 from .types import (
     Assignment,
     ConsumerGroupState,
@@ -120,10 +125,46 @@ class ConsumerCoordinator:
         self.limits = limits
         self.new_member_id = new_member_id
         self.groups: dict[str, Group] = {}
+        self._touched: set[str] = set()  # groups whose record may have changed since take_touched
+
+    # -- records
+
+    def take_touched(self) -> set[str]:
+        """Groups whose durable state may have changed since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def record(self, group_id: str) -> ConsumerGroupRecord | GroupGone:
+        group = self.groups.get(group_id)
+        if group is None:
+            return GroupGone(group_id)
+        members = tuple(ConsumerMemberRecord(
+            m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+            m.subscribed_topic_names, m.subscribed_topic_regex, m.server_assignor, m.epoch, m.previous_epoch,
+            m.state.value, m.assigned, m.pending) for m in group.members.values())
+        return ConsumerGroupRecord(group.group_id, group.epoch, group.assignment_epoch, group.assignor,
+                                   group.topics, tuple(group.target.items()), members)
+
+    def restore(self, record: ConsumerGroupRecord, now_ms: int) -> None:
+        """Rebuild a group from its last record (see the module docstring for what resets)."""
+        group = Group(record.group_id, record.epoch, record.assignment_epoch, record.assignor,
+                      dict(record.target), topics=record.topics)
+        for m in record.members:
+            state = MemberState(m.state)
+            revoke_deadline = now_ms + m.rebalance_timeout_ms if state is MemberState.UNREVOKED else None
+            group.members[m.member_id] = Member(
+                m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                m.subscribed_topic_names, m.subscribed_topic_regex, m.server_assignor, m.epoch, m.previous_epoch,
+                state, m.assigned, m.pending, m.assigned | m.pending,
+                now_ms + self.limits.session_timeout_ms, revoke_deadline)
+            if m.instance_id is not None:
+                group.static[m.instance_id] = m.member_id
+        self.groups[record.group_id] = group
 
     # -- ConsumerGroupHeartbeat
 
     def heartbeat(self, request: HeartbeatRequest, topics: TopicLookup, now_ms: int) -> HeartbeatResult:
+        self._touched.add(request.group_id)
         problem = self._check_request(request)
         if problem is not None:
             return HeartbeatResult(problem[0], message=problem[1])
@@ -359,6 +400,7 @@ class ConsumerCoordinator:
                 late = member.revoke_deadline_ms is not None and member.revoke_deadline_ms <= now_ms
                 if late or member.session_deadline_ms <= now_ms:
                     self._remove(group, member)
+                    self._touched.add(group.group_id)
 
     def next_deadline_ms(self) -> int | None:
         times = []
@@ -427,6 +469,7 @@ class ConsumerCoordinator:
         if group.members:
             return E.NON_EMPTY_GROUP
         del self.groups[group_id]
+        self._touched.add(group_id)
         return E.NONE
 
 

@@ -1,4 +1,5 @@
-"""Committed offsets of consumer groups: an in-memory map persisted through an engine log.
+"""Committed offsets of consumer groups (and their membership records): an in-memory map
+persisted through an engine log. One OffsetStore is one shard (shards.py routes groups).
 
 State: group id -> (topic, partition) -> CommittedOffset. Every change is first appended to an
 internal PartitionLog at the caller's path as one batch (format in records.py) and only then
@@ -6,6 +7,10 @@ applied in memory, so memory never holds what the log lacks. The log's append ha
 to the OS before it returns, so a commit that returned survives kill -9 (not power loss: that
 needs a flush). Opening replays the whole log from an empty state; a torn tail was already cut
 by the log's recovery, so at most the last change is lost, never one before it.
+
+The same log carries each group's membership records (membership.py): the last one per
+group is kept (`memberships`), replayed and compacted like the offsets, so the coordinator
+that opens the shard can resume its groups.
 
 A commit request is one batch, so it is applied whole or not at all. Offsets carry the topic's
 id at commit time: fetch ignores an entry whose id differs, so a topic deleted and created
@@ -31,7 +36,8 @@ from dataclasses import replace
 from ...records.header import iter_batches
 from ..log import LogConfig, PartitionLog
 from ..store import Store, join
-from .records import Change, Commit, CommittedOffset, DeleteGroup, Key, Remove, from_batch, to_batch
+from .membership import GroupGone, GroupRecord, MembershipChange
+from .records import Change, Commit, CommittedOffset, DeleteGroup, Key, Remove, encode, from_batch, to_batch
 
 __all__ = ["CommittedOffset", "OffsetStore"]
 
@@ -39,6 +45,7 @@ COMPACT_SUFFIX = ".compact"
 OLD_SUFFIX = ".old"
 COMPACT_GROWTH = 4  # compact once the log is this many times the live state
 COMPACT_BATCH_ENTRIES = 1_000  # offsets per batch when the live state is rewritten
+SEGMENT_BYTES = 64 * 1024 * 1024  # the log's segment size, and the floor compaction waits for
 READ_CHUNK_BYTES = 1 << 20  # how much of the log replay reads at a time
 # Rough encoded size of one entry beyond its strings (numbers, quotes, commas), and of one
 # group beyond its id (batch header, JSON wrapper). Generous, so the estimate errs high.
@@ -55,6 +62,7 @@ class OffsetStore:
         self._now_ms = now_ms
         self._config = config
         self._groups: dict[str, Offsets] = {}
+        self._memberships: dict[str, tuple[GroupRecord, int]] = {}  # group -> (record, its encoded size)
         self._live_bytes = 0  # estimate of the compacted log's size, kept up to date by _apply
         self._compacted_bytes = 0  # log size after this process last compacted it
         self._log: PartitionLog | None = None
@@ -65,7 +73,7 @@ class OffsetStore:
         store: Store,
         path: str,
         now_ms: Callable[[], int],
-        segment_bytes: int = 64 * 1024 * 1024,
+        segment_bytes: int = SEGMENT_BYTES,
     ) -> OffsetStore:
         """Open the offsets log at `path` (created if missing) and rebuild the state from it."""
         path = join(path)
@@ -96,6 +104,14 @@ class OffsetStore:
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self._groups
+
+    def membership(self, group_id: str) -> GroupRecord | None:
+        entry = self._memberships.get(group_id)
+        return None if entry is None else entry[0]
+
+    def memberships(self) -> list[GroupRecord]:
+        """The last membership record of every group that has one, by group id."""
+        return [self._memberships[group_id][0] for group_id in sorted(self._memberships)]
 
     # -- changing --------------------------------------------------------------------------
 
@@ -138,6 +154,12 @@ class OffsetStore:
                 removed += len(keys)
         return removed
 
+    def record_membership(self, change: MembershipChange) -> None:
+        """Persist a group's new membership (or that it is gone)."""
+        if isinstance(change, GroupGone) and change.group_id not in self._memberships:
+            return
+        self._write(change)
+
     def _write(self, change: Change) -> None:
         """Log first, then memory; then compact if the log has outgrown the state."""
         log = self._open_log()
@@ -155,9 +177,20 @@ class OffsetStore:
         elif isinstance(change, Remove):
             for key in change.keys:
                 self._drop(change.group_id, key)
-        else:
+        elif isinstance(change, DeleteGroup):
             for key in list(self._groups.get(change.group_id, {})):
                 self._drop(change.group_id, key)
+        else:
+            self._set_membership(change)
+
+    def _set_membership(self, change: MembershipChange) -> None:
+        old = self._memberships.pop(change.group_id, None)
+        if old is not None:
+            self._live_bytes -= old[1]
+        if not isinstance(change, GroupGone):
+            size = len(encode(change)) + GROUP_OVERHEAD_BYTES
+            self._memberships[change.group_id] = (change, size)
+            self._live_bytes += size
 
     def _put(self, group_id: str, key: Key, value: CommittedOffset) -> None:
         offsets = self._groups.get(group_id)
@@ -207,8 +240,13 @@ class OffsetStore:
         self._log = PartitionLog.open(self._store, self._path, self._config, self._now_ms)
         self._compacted_bytes = self._log.size_bytes()
 
-    def _live_changes(self) -> Iterator[Commit]:
-        """The live state as commit changes, at most COMPACT_BATCH_ENTRIES offsets each."""
+    def _live_changes(self) -> Iterator[Change]:
+        """The live state as commit changes, at most COMPACT_BATCH_ENTRIES offsets each,
+        then each group's membership record."""
+        yield from self._live_commits()
+        yield from self.memberships()
+
+    def _live_commits(self) -> Iterator[Commit]:
         for group_id, offsets in self._groups.items():
             entries = [(topic, partition, value) for (topic, partition), value in offsets.items()]
             for start in range(0, len(entries), COMPACT_BATCH_ENTRIES):
@@ -219,6 +257,10 @@ class OffsetStore:
     def _open_log(self) -> PartitionLog:
         assert self._log is not None, "offset store is closed"
         return self._log
+
+    def flush(self) -> None:
+        """Make every change so far durable (also against power loss)."""
+        self._open_log().flush()
 
     def close(self) -> None:
         if self._log is not None:

@@ -15,6 +15,9 @@ shapes ("v" is the format version, 1):
         tombstones for single offsets (OffsetDelete, retention expiry)
     {"v":1,"type":"delete_group","group":G}
         tombstone for every offset of G (DeleteGroups)
+    {"v":1,"type":"classic_group"|"consumer_group"|"group_gone","group":G, ...}
+        G's membership (members, generation or epochs, assignments): see membership.py.
+        Independent of G's offsets: delete_group does not touch it, nor group_gone offsets.
 
 Invariants, checked when a change is built (ValueError) and again when it is read back
 (CorruptBatch: a payload that passed its CRC yet breaks them was written by a bug, and the open
@@ -41,6 +44,7 @@ from ...records.header import (
     set_crc,
 )
 from ..errors import CorruptBatch
+from .membership import MembershipChange, fields_of, parse
 
 FORMAT_VERSION = 1
 PAYLOAD_BYTES_MAX = 2**31 - 1 - HEADER_BYTES  # batch_length is an i32
@@ -76,7 +80,8 @@ class DeleteGroup:
     group_id: str
 
 
-Change = Commit | Remove | DeleteGroup
+OffsetChange = Commit | Remove | DeleteGroup
+Change = OffsetChange | MembershipChange
 
 
 # -- batches ---------------------------------------------------------------------------------
@@ -118,8 +123,11 @@ def encode(change: Change) -> bytes:
     elif isinstance(change, Remove):
         body["type"] = "remove"
         body["keys"] = [list(key) for key in change.keys]
-    else:
+    elif isinstance(change, DeleteGroup):
         body["type"] = "delete_group"
+    else:
+        body["type"], fields = fields_of(change)
+        body.update(fields)
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -144,6 +152,9 @@ def _change(body: Any) -> Change:
         return Remove(group_id, tuple(_key(entry) for entry in body["keys"]))
     if kind == "delete_group":
         return DeleteGroup(group_id)
+    membership = parse(kind, group_id, body)
+    if membership is not None:
+        return membership
     raise ValueError(f"unknown change type {kind!r}")
 
 
@@ -171,8 +182,8 @@ def check(change: Change) -> None:
     elif isinstance(change, Remove):
         for topic, partition in change.keys:
             _check_key(topic, partition)
-    else:
-        _require(isinstance(change, DeleteGroup), f"not a change: {change!r}")
+    elif not isinstance(change, DeleteGroup):
+        _require(isinstance(change, MembershipChange), f"not a change: {change!r}")
 
 
 def _check_key(topic: object, partition: object) -> None:

@@ -7,6 +7,10 @@ this module decides which by the group that exists: a heartbeat of the other pro
 refused while the group has members, and takes the id over once it is empty (as Kafka does
 for empty groups; the online migration of KIP-848 with members is not implemented).
 
+Membership survives a restart or a move: after every call into a state machine, the groups
+it touched are written as membership records to their offsets shard (`_record_touched`),
+and opening replays them (`_restore`), so members keep their ids, generations and epochs.
+
 This module is the only group code that knows asyncio. A timer task calls both machines'
 `tick` at their next deadline (at least every `TICK_MS_MAX`), and every call that may change
 a deadline wakes it.
@@ -15,6 +19,7 @@ a deadline wakes it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -22,7 +27,9 @@ from typing import Any
 from ..store.base import Store
 from .classic import ClassicCoordinator, GroupLimits
 from .consumer import ConsumerCoordinator, ConsumerGroupLimits
-from .offsets import CommittedOffset, OffsetStore
+from .membership import ClassicGroupRecord
+from .offsets import CommittedOffset
+from .shards import SHARDS_DEFAULT, OffsetShards
 from .types import (
     ConsumerGroupState,
     ConsumerGroupView,
@@ -43,7 +50,7 @@ from .types import (
 )
 
 TICK_MS_MAX = 1000
-OFFSETS_PATH = "internal/group-offsets"
+log = logging.getLogger(__name__)
 
 
 def random_member_id(prefix: str) -> str:
@@ -68,11 +75,14 @@ class Groups:
     def __init__(self, store: Store, limits: GroupLimits, now_ms: Callable[[], int],
                  offsets_retention_ms: int, new_member_id: Callable[[str], str] = random_member_id,
                  consumer_limits: ConsumerGroupLimits | None = None,
-                 new_consumer_member_id: Callable[[], str] = random_consumer_member_id) -> None:
+                 new_consumer_member_id: Callable[[], str] = random_consumer_member_id,
+                 offsets_shards: int = SHARDS_DEFAULT, owns_shard: Callable[[int], bool] = lambda shard: True) -> None:
         self.now_ms = now_ms
         self.machine = ClassicCoordinator(limits, new_member_id)
         self.consumer = ConsumerCoordinator(consumer_limits or ConsumerGroupLimits(), new_consumer_member_id)
-        self.offsets = OffsetStore.open(store, OFFSETS_PATH, now_ms)
+        self.offsets = OffsetShards.open(store, now_ms, offsets_shards, owns_shard)
+        self._unrecorded: set[str] = set()  # touched groups whose record a store error held back
+        self._restore()
         self.offsets_retention_ms = offsets_retention_ms
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Any]]] = {}
         self._wake = asyncio.Event()
@@ -89,17 +99,63 @@ class Groups:
                 future.cancel()
         self.offsets.close()
 
+    def shard_of(self, group_id: str) -> int:
+        """The offsets shard holding the group (its coordinator is that shard's owner)."""
+        return self.offsets.shard_of(group_id)
+
+    # -- membership records
+
+    def _restore(self) -> None:
+        """Resume every group recorded in the shards this node opened."""
+        now_ms = self.now_ms()
+        for record in self.offsets.memberships():
+            if isinstance(record, ClassicGroupRecord):
+                self.machine.restore(record, now_ms)
+            else:
+                self.consumer.restore(record, now_ms)
+
+    def _record_touched(self) -> None:
+        """Write the new record of every group the machines changed (log first: this runs
+        before any reply of the call is delivered). A group id is one protocol's at a time,
+        so the machine that has the group speaks for it; neither has it: it is gone.
+
+        A store error is logged, not raised: the machines' state has moved on and their
+        replies must still go out (a JoinGroup waiter would hang otherwise). The groups not
+        written are tried again after the next call; a restart before that resumes them
+        from their previous record, which costs a rebalance, as before records existed."""
+        due = sorted(self._unrecorded | self.consumer.take_touched() | self.machine.take_touched())
+        self._unrecorded = set(due)
+        try:
+            for group_id in due:
+                self._record(group_id)
+                self._unrecorded.discard(group_id)
+        except OSError as error:
+            log.warning("group records of %d groups not written yet: %s", len(self._unrecorded), error)
+
+    def _record(self, group_id: str) -> None:
+        if self.machine.has(group_id):
+            record = self.machine.record(group_id)
+        else:
+            record = self.consumer.record(group_id)
+        if record is not None and record != self.offsets.membership(group_id):
+            self.offsets.record_membership(record)
+
     # -- membership
 
     async def join(self, request: JoinRequest) -> JoinResult:
         if not self._claim_for_classic(request.group_id):
+            self._record_touched()
             return JoinResult(GroupError.INCONSISTENT_PROTOCOL, member_id=request.member_id)
-        result = await self._settle(request.group_id, "join", self.machine.join(request, self.now_ms()))
+        outcome = self.machine.join(request, self.now_ms())
+        self._record_touched()
+        result = await self._settle(request.group_id, "join", outcome)
         assert isinstance(result, JoinResult)
         return result
 
     async def sync(self, request: SyncRequest) -> SyncResult:
-        result = await self._settle(request.group_id, "sync", self.machine.sync(request, self.now_ms()))
+        outcome = self.machine.sync(request, self.now_ms())
+        self._record_touched()
+        result = await self._settle(request.group_id, "sync", outcome)
         assert isinstance(result, SyncResult)
         return result
 
@@ -108,6 +164,7 @@ class Groups:
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[GroupError]:
         errors, replies = self.machine.leave(group_id, leaving, self.now_ms())
+        self._record_touched()
         self._deliver(replies)
         return errors
 
@@ -125,9 +182,11 @@ class Groups:
 
     def consumer_heartbeat(self, request: HeartbeatRequest, topics: TopicLookup) -> HeartbeatResult:
         if not self._claim_for_consumer(request.group_id):
+            self._record_touched()
             return HeartbeatResult(GroupError.GROUP_NOT_FOUND,
                                    message=f"Group {request.group_id} is not a consumer group.")
         result = self.consumer.heartbeat(request, topics, self.now_ms())
+        self._record_touched()
         self._wake.set()
         return result
 
@@ -169,9 +228,15 @@ class Groups:
                 await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
             except TimeoutError:
                 pass
-            now_ms = self.now_ms()
-            self.consumer.tick(now_ms)
-            self._deliver(self.machine.tick(now_ms))
+            self._deliver(self.tick())
+
+    def tick(self) -> list[Reply]:
+        """Run both machines' timers now and record what they changed; the replies due."""
+        now_ms = self.now_ms()
+        self.consumer.tick(now_ms)
+        replies = self.machine.tick(now_ms)
+        self._record_touched()
+        return replies
 
     # -- offsets
 
@@ -256,6 +321,11 @@ class Groups:
         return rows
 
     def delete(self, group_id: str) -> GroupError:
+        error = self._delete(group_id)
+        self._record_touched()
+        return error
+
+    def _delete(self, group_id: str) -> GroupError:
         if self.consumer.has(group_id):
             error = self.consumer.delete(group_id)
             if error is GroupError.NONE:

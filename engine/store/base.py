@@ -65,6 +65,12 @@ class Store(Protocol):
 
     def exists(self, path: str) -> bool: ...
 
+    def create_exclusive(self, path: str) -> bool:
+        """Create an empty file at `path` unless anything is there (its directory must
+        exist): True if this call created it, False if it already existed. Atomic across
+        processes sharing the store, so it can serve as a claim (producer-id blocks)."""
+        ...
+
 
 def join(*parts: str) -> str:
     """Join store path parts with '/', skipping empty ones."""

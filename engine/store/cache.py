@@ -116,3 +116,6 @@ class CachedStore:
 
     def exists(self, path: str) -> bool:
         return self.store.exists(path)
+
+    def create_exclusive(self, path: str) -> bool:
+        return self.store.create_exclusive(path)

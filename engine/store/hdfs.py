@@ -19,6 +19,8 @@ What each call gives, and why:
   never a mix; it costs a copy of the kept bytes. Growing pads with zeros, as on local disk.
 - `rename` is HDFS rename with OVERWRITE: one atomic NameNode operation that replaces a
   file or an empty directory at the destination.
+- `create_exclusive` is a create without OVERWRITE: the NameNode refuses it if the path
+  exists (or another client is creating it), atomically, so it works as a claim.
 - Directory changes are NameNode edits, logged before the call returns.
 - There is no `lock`: HDFS leases fence writers per file, not per process.
 - After a writer failed (a DataNode or the NameNode went away) or its process was killed,
@@ -270,6 +272,17 @@ class HdfsStore:
         # list() copies in one step, so worker threads may add paths meanwhile
         self._settled.difference_update(
             [p for p in list(self._settled) if p == hdfs_path or p.startswith(inside)])
+
+    @_os_errors
+    def create_exclusive(self, path: str) -> bool:
+        hdfs_path = self._hdfs_path(path)
+        options = WriteOptions(overwrite=False, create_parent=False)
+        try:
+            writer = self._client.create(hdfs_path, options)
+        except FileExistsError:
+            return False
+        writer.close()
+        return True
 
     @_os_errors
     def exists(self, path: str) -> bool:

@@ -136,6 +136,15 @@ class LocalStore:
     def exists(self, path: str) -> bool:
         return os.path.exists(self._os_path(path))
 
+    def create_exclusive(self, path: str) -> bool:
+        os_path = self._os_path(path)
+        try:
+            os.close(os.open(os_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            return False
+        _fsync_dir(os.path.dirname(os_path))  # the claim survives power loss
+        return True
+
     def lock(self, path: str) -> FileLock:
         """Take an exclusive, non-blocking lock on `path` (created if missing).
 

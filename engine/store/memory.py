@@ -117,6 +117,15 @@ class MemoryStore:
         key = self._key(path)
         return key in self._files or key in self._dirs
 
+    def create_exclusive(self, path: str) -> bool:
+        key = self._key(path)
+        if not self._parent_exists(key):
+            raise FileNotFoundError(path)
+        if key in self._dirs:
+            return False
+        created = bytearray()
+        return self._files.setdefault(key, created) is created  # one atomic step under the GIL
+
 
 def _inside(key: str, top: str) -> bool:
     """True if `key` is `top` itself or lies below it."""

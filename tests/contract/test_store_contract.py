@@ -1,5 +1,6 @@
 """One conformance suite for every Store backend (STYLE.md rule 5)."""
 
+import concurrent.futures
 import signal
 import subprocess
 import sys
@@ -142,6 +143,48 @@ def test_exists(store):
     store.mkdir("d")
     write(store, "d/f", b"")
     assert store.exists("d") and store.exists("d/f") and not store.exists("d/g")
+
+
+def test_create_exclusive_creates_only_once(store):
+    store.mkdir("claims")
+    assert store.create_exclusive("claims/7")
+    assert store.size("claims/7") == 0
+    assert not store.create_exclusive("claims/7")
+    write(store, "claims/8", b"kept")
+    assert not store.create_exclusive("claims/8")
+    assert store.read("claims/8", 0, 10) == b"kept"
+    store.mkdir("claims/dir")
+    assert not store.create_exclusive("claims/dir")
+    assert store.list("claims") == ["7", "8", "dir"]
+
+
+def test_create_exclusive_needs_its_directory(store):
+    with pytest.raises(FileNotFoundError):
+        store.create_exclusive("missing/7")
+
+
+def test_create_exclusive_has_one_winner_among_racing_stores(store):
+    """Two store objects on one root (two processes, for local and HDFS) race for the same
+    names from several threads: each name is won exactly once."""
+    other = _same_root(store)
+    store.mkdir("race")
+    names = [f"race/{n}" for n in range(20)]
+
+    def claim(view: Store) -> list[str]:
+        return [name for name in names if view.create_exclusive(name)]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(claim, [store, other, store, other]))
+    won = [name for result in results for name in result]
+    assert sorted(won) == sorted(names)
+
+
+def _same_root(store: Store) -> Store:
+    if isinstance(store, LocalStore):
+        return LocalStore(store.root)
+    if isinstance(store, HdfsStore):
+        return HdfsStore(store.url, store.root)
+    return store  # a memory store cannot be shared: its threads race instead
 
 
 @pytest.mark.parametrize("path", ["/abs", "../escape", "a/../../b", "./x"])

@@ -1,13 +1,16 @@
 """Martlet keeps what it acknowledged across graceful restarts and kill -9, an idempotent
-producer leaves no duplicates across either, and a second broker cannot open a data dir in use."""
+producer leaves no duplicates across either, a consumer group keeps its members across a
+restart, and a second broker cannot open a data dir in use."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 
 import pytest
+from confluent_kafka import TopicPartition
 
 from tests.integration.clients import (
     FLUSH_TIMEOUT_S,
@@ -188,3 +191,34 @@ def test_second_serve_on_the_same_data_dir_refuses(martlet_process) -> None:
     finally:
         consumer.close()
     check_round_trip(records, acks, got)
+
+
+GROUP_JOIN_TIMEOUT_S = 60.0
+
+
+def test_a_consumer_group_member_survives_a_restart_without_rebalancing(martlet_process) -> None:
+    """Group membership is replayed: after a graceful restart the member's commit (which
+    names its member id and generation) is accepted, and it is never revoked or reassigned."""
+    broker = martlet_process()
+    topic = unique_topic("member")
+    confluent_create_topic(broker.bootstrap, topic)
+    assignments: list[int] = []
+    revocations: list[int] = []
+    consumer = confluent_consumer(broker.bootstrap, **{"group.id": unique_topic("group"),
+                                                       "partition.assignment.strategy": "range"})
+    try:
+        consumer.subscribe([topic], on_assign=lambda _c, tps: assignments.append(len(tps)),
+                           on_revoke=lambda _c, tps: revocations.append(len(tps)))
+        deadline = time.monotonic() + GROUP_JOIN_TIMEOUT_S
+        while not assignments and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert assignments == [PARTITIONS], "the consumer never got its partitions"
+        member_id = consumer.memberid()
+
+        broker.restart()
+        consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)  # raises on UNKNOWN_MEMBER_ID
+        consumer.poll(0.5)
+        assert consumer.memberid() == member_id
+        assert (assignments, revocations) == ([PARTITIONS], [])
+    finally:
+        consumer.close()

@@ -1,11 +1,12 @@
 """The committed-offsets store against a plain dict model: whatever sequence of commits,
-deletions, expiries, compactions and restarts (clean or not) runs, the store holds exactly
-what the model holds after every step."""
+deletions, expiries, membership records, compactions and restarts (clean or not) runs, the
+store holds exactly what the model holds after every step."""
 
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from martlet.engine.groups.membership import ClassicGroupRecord, ClassicMemberRecord, GroupGone, GroupRecord
 from martlet.engine.groups.offsets import CommittedOffset, OffsetStore
 from martlet.engine.store import MemoryStore
 
@@ -26,6 +27,11 @@ values = st.builds(
     topic_id=st.sampled_from(TOPIC_IDS),
 )
 entries = st.lists(st.tuples(topics, partitions, values), max_size=4)
+members = st.lists(st.builds(ClassicMemberRecord, member_id=st.text(max_size=6), instance_id=st.none() | st.just("i"),
+                             client_id=st.just("c"), client_host=st.just("/h"), session_timeout_ms=st.just(6000),
+                             rebalance_timeout_ms=st.just(3000), protocol_type=st.just("consumer"),
+                             protocols=st.just((("range", b"\x00\x01"),)), assignment=st.binary(max_size=4)),
+                   max_size=2)
 
 
 class OffsetsMachine(RuleBasedStateMachine):
@@ -35,6 +41,18 @@ class OffsetsMachine(RuleBasedStateMachine):
         # Small segments, so rolls and the automatic compaction happen within a run.
         self.offsets = OffsetStore.open(self.store, PATH, lambda: 0, segment_bytes=400)
         self.model: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        self.memberships: dict[str, GroupRecord] = {}
+
+    @rule(group=groups, generation=st.integers(0, 9), chosen=members)
+    def record_membership(self, group, generation, chosen):
+        record = ClassicGroupRecord(group, generation, "consumer", "range", None, tuple(chosen))
+        self.offsets.record_membership(record)
+        self.memberships[group] = record
+
+    @rule(group=groups)
+    def group_gone(self, group):
+        self.offsets.record_membership(GroupGone(group))
+        self.memberships.pop(group, None)
 
     @rule(group=groups, request=entries)
     def commit(self, group, request):
@@ -84,6 +102,7 @@ class OffsetsMachine(RuleBasedStateMachine):
 
     @invariant()
     def store_equals_model(self):
+        assert self.offsets.memberships() == [self.memberships[group] for group in sorted(self.memberships)]
         assert self.offsets.groups() == sorted(self.model)
         for group in GROUPS:
             assert self.offsets.group_offsets(group) == self.model.get(group, {})

@@ -62,3 +62,58 @@ def test_resource_name_round_trip():
     assert ResourceName.parse(str(name)) == name
     with pytest.raises(InvalidName):
         ResourceName.parse("o#n")
+
+
+# -- reload: another process's changes become visible
+
+
+def two_catalogs():
+    store = MemoryStore()
+    return new_catalog(store), new_catalog(store)
+
+
+def test_reload_reports_a_topic_another_catalog_created():
+    writer, reader = two_catalogs()
+    topic = writer.create("t", 2, TopicConfig(), frozenset(), 0)
+    assert reader.find("t") is None
+    changes = reader.reload()
+    assert changes.created == (topic,) and not changes.deleted and not changes.grown
+    assert reader.get("t") == topic
+    assert not reader.reload()  # nothing new since
+
+
+def test_reload_reports_grown_reconfigured_and_deleted_topics():
+    writer, reader = two_catalogs()
+    before = writer.create("t", 2, TopicConfig(), frozenset(), 0)
+    other = writer.create("u", 1, TopicConfig(), frozenset(), 0)
+    reader.reload()
+    grown = writer.grow("t", 4)
+    reconfigured = writer.reconfigure("u", TopicConfig(retention_ms=5), frozenset({"retention_ms"}))
+    changes = reader.reload()
+    assert changes.grown == ((before, grown),)
+    assert changes.reconfigured == ((other, reconfigured),)
+    assert reader.get("t").partition_count == 4
+    writer.delete("t")
+    changes = reader.reload()
+    assert changes.deleted == (grown,) and not changes.created
+    with pytest.raises(UnknownTopic):
+        reader.get("t")
+
+
+def test_reload_sees_a_topic_recreated_under_its_name_as_deleted_and_created():
+    writer, reader = two_catalogs()
+    first = writer.create("t", 1, TopicConfig(), frozenset(), 0)
+    reader.reload()
+    writer.delete("t")
+    second = writer.create("t", 1, TopicConfig(), frozenset(), 0)
+    changes = reader.reload()
+    assert changes.deleted == (first,) and changes.created == (second,)
+
+
+def test_reload_skips_a_create_still_in_progress_and_leaves_tombstones_alone():
+    store = MemoryStore()
+    reader = new_catalog(store)
+    store.mkdir("topics/alice#half#00000000-0000-0000-0000-000000000001")  # no topic.json yet
+    store.mkdir("topics/alice#gone#00000000-0000-0000-0000-000000000002.deleted")
+    assert not reader.reload()
+    assert store.exists("topics/alice#gone#00000000-0000-0000-0000-000000000002.deleted")

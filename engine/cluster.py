@@ -1,0 +1,130 @@
+"""Who serves what: node identity and the membership/ownership view.
+
+A Martlet broker is one node. Today one node serves every partition and coordinates every
+group (the embedded view below); a later cluster view answers the same questions from a
+coordination service, so the code that asks ("is this partition mine?", "who coordinates
+this group?") does not change when ownership starts to move.
+
+The view names two kinds of thing a node can own:
+    (topic, partition)      a data partition: its node appends to the log and serves reads
+    offsets shard n         one internal partition of committed offsets and group records
+                            (engine/groups/shards.py maps a group id to its shard)
+A group's coordinator is the owner of the group's offsets shard, as in Kafka, where the
+coordinator of a group is the leader of its `__consumer_offsets` partition:
+`Engine.coordinator_of(group_id)` asks the view for the owner of `Groups.shard_of(group_id)`.
+
+Listeners get a ClusterChange whenever the view changes (a node comes or goes, ownership
+moves, the local node's advertised address is set); they run on the caller's thread and
+must not block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+EMBEDDED_NODE_ID = 1  # the node id a single broker advertises (Kafka's broker.id)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeIdentity:
+    """A node as clients and other nodes see it: Metadata's broker entry."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterChange:
+    """What moved: the nodes now alive, and whether ownership may have changed."""
+
+    alive: tuple[NodeIdentity, ...]
+    ownership_changed: bool
+
+
+ClusterListener = Callable[[ClusterChange], None]
+
+
+class ClusterView(Protocol):
+    """Membership and ownership as one node sees them."""
+
+    def local(self) -> NodeIdentity:
+        """This node."""
+        ...
+
+    def alive(self) -> tuple[NodeIdentity, ...]:
+        """Nodes currently alive, by node id."""
+        ...
+
+    def leader_of(self, topic: str, partition: int) -> NodeIdentity | None:
+        """The node serving (topic, partition); None while nobody does."""
+        ...
+
+    def owns(self, topic: str, partition: int) -> bool:
+        """True if this node serves (topic, partition): appends and reads happen here."""
+        ...
+
+    def shard_owner(self, shard: int) -> NodeIdentity | None:
+        """The node owning offsets shard `shard`, i.e. coordinating its groups."""
+        ...
+
+    def owns_shard(self, shard: int) -> bool:
+        ...
+
+    def advertise(self, host: str, port: int, rack: str | None = None) -> NodeIdentity:
+        """Announce the address clients reach this node at, once its listener is bound;
+        returns the node's identity with it."""
+        ...
+
+    def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
+        """Call `listener` on every change; returns the function that unsubscribes."""
+        ...
+
+
+class EmbeddedCluster:
+    """One node that serves every partition and every offsets shard (`martlet serve`).
+
+    The advertised address is known only once the listener is bound, so it starts as given
+    and `advertise` replaces it (listeners are told)."""
+
+    def __init__(self, node: NodeIdentity | None = None) -> None:
+        self._node = node or NodeIdentity(EMBEDDED_NODE_ID, "", 0)
+        self._listeners: list[ClusterListener] = []
+
+    def local(self) -> NodeIdentity:
+        return self._node
+
+    def alive(self) -> tuple[NodeIdentity, ...]:
+        return (self._node,)
+
+    def leader_of(self, topic: str, partition: int) -> NodeIdentity | None:
+        return self._node
+
+    def owns(self, topic: str, partition: int) -> bool:
+        return True
+
+    def shard_owner(self, shard: int) -> NodeIdentity | None:
+        return self._node
+
+    def owns_shard(self, shard: int) -> bool:
+        return True
+
+    def advertise(self, host: str, port: int, rack: str | None = None) -> NodeIdentity:
+        """Set the address clients are told to use for this node."""
+        self._node = replace(self._node, host=host, port=port, rack=rack)
+        change = ClusterChange(self.alive(), ownership_changed=False)
+        for listener in list(self._listeners):
+            listener(change)
+        return self._node
+
+    def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
