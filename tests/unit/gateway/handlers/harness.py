@@ -15,6 +15,7 @@ from typing import Any
 from martlet.engine.clock import ManualClock
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
+from martlet.engine.store.base import Store
 from martlet.engine.store.memory import MemoryStore
 from martlet.gateway.context import Context
 from martlet.gateway.dispatch import Dispatcher
@@ -31,8 +32,8 @@ CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, API_VERSIONS = 37, 44, 18
 
 
 class Broker:
-    def __init__(self, **settings: Any) -> None:
-        self.engine = Engine(MemoryStore(), EngineSettings(topic_partitions_max=64), ManualClock(NOW_MS))
+    def __init__(self, store: Store | None = None, **settings: Any) -> None:
+        self.engine = Engine(store or MemoryStore(), EngineSettings(topic_partitions_max=64), ManualClock(NOW_MS))
         self.loop = asyncio.new_event_loop()
         self.engine.open()
         self.loop.run_until_complete(self._start())

@@ -1,0 +1,183 @@
+"""No store call runs on the event loop once the broker serves (ARCHITECTURE.md, "Boundaries").
+
+`LoopWatchStore` wraps the memory store and records every call made from the event loop's
+thread. A workload touching every API that reaches the store (topics created, grown,
+reconfigured and deleted; produce and fetch; offsets by time; DeleteRecords; producer ids;
+group joins and offset commits) must leave that record empty. A second test stalls every
+store call and checks that requests that need no store are still answered meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from martlet.engine.store.memory import MemoryStore
+from tests.integration.raw_client import encode_request, record_batch
+
+from .handlers.harness import (
+    ALTER_CONFIGS,
+    API_VERSIONS,
+    CREATE_PARTITIONS,
+    DELETE_RECORDS,
+    DELETE_TOPICS,
+    INIT_PRODUCER_ID,
+    METADATA,
+    NOW_MS,
+    Broker,
+)
+
+OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS = 8, 9, 19
+STALL_S_MAX = 10.0  # a stalled call gives up after this long, so a failing test cannot hang
+
+
+class LoopWatchStore(MemoryStore):
+    """A memory store that notes calls made on the loop's thread and can be stalled."""
+
+    slow_writes = True  # like HDFS: the engine must not write from its event loop
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop_thread: int | None = None
+        self.on_loop: list[str] = []
+        self.released = threading.Event()
+        self.released.set()
+
+    def watched(self, name: str) -> None:
+        if threading.get_ident() == self.loop_thread:
+            self.on_loop.append(f"{name} from\n{''.join(traceback.format_stack(limit=8)[:-2])}")
+        if not self.released.wait(STALL_S_MAX):
+            raise TimeoutError("the test never released the stalled store")
+
+
+def _watch(name: str) -> Callable[..., Any]:
+    plain = getattr(MemoryStore, name)
+
+    def call(self: LoopWatchStore, *args: Any, **kwargs: Any) -> Any:
+        self.watched(name)
+        return plain(self, *args, **kwargs)
+    return call
+
+
+class WatchedFile:
+    """An append file whose writes, syncs and closes are watched like the store's calls."""
+
+    def __init__(self, store: LoopWatchStore, file: Any) -> None:
+        self._store = store
+        self._file = file
+
+    @property
+    def size(self) -> int:
+        return int(self._file.size)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self._store.watched("write")
+        self._file.write(data)
+
+    def sync(self) -> None:
+        self._store.watched("sync")
+        self._file.sync()
+
+    def close(self) -> None:
+        self._store.watched("close")
+        self._file.close()
+
+    def abandon(self) -> None:
+        self._file.abandon()
+
+
+def _open_append(self: LoopWatchStore, path: str) -> WatchedFile:
+    self.watched("open_append")
+    return WatchedFile(self, MemoryStore.open_append(self, path))
+
+
+LoopWatchStore.open_append = _open_append  # type: ignore[method-assign]
+for _name in ("mkdir", "list", "size", "read", "truncate", "rename", "delete", "exists", "create_exclusive"):
+    if hasattr(MemoryStore, _name):
+        setattr(LoopWatchStore, _name, _watch(_name))
+
+
+@pytest.fixture
+def watched() -> Iterator[tuple[Broker, LoopWatchStore]]:
+    store = LoopWatchStore()
+    broker = Broker(store=store)
+    store.loop_thread = broker.loop.run_until_complete(_loop_thread())
+    try:
+        yield broker, store
+    finally:
+        store.released.set()
+        broker.close()
+
+
+async def _loop_thread() -> int:
+    return threading.get_ident()
+
+
+def _workload(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    broker.append("t", 0, [b"a", b"b"], [NOW_MS, NOW_MS + 10])
+    broker.produce("t", 1, record_batch([b"c"]), acks=1)
+    broker.call(1, 12, {"max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0, "topics": [
+        {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+    assert broker.list_offset("t", 0, NOW_MS + 5).offset == 1  # a lookup by time reads the store
+    assert broker.list_offset("t", 0, -3).offset == 1  # so does the largest timestamp
+    broker.call(DELETE_RECORDS, 2, {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 1}]}],
+                                    "timeout": 1000})
+    broker.call(CREATE_PARTITIONS, 3, {"topics": [{"name": "t", "count": 3, "assignments": None}], "timeout": 1000})
+    broker.call(ALTER_CONFIGS, 2, {"resources": [{"resource_type": 2, "resource_name": "t",
+                                                  "configs": [{"name": "retention.ms", "value": "1000"}]}]})
+    assert broker.call(INIT_PRODUCER_ID, 5, {"transactional_id": None, "transaction_timeout": 1000,
+                                             "producer_id": -1, "producer_epoch": -1}).error_code == 0
+    _group_round(broker)
+    broker.call(DELETE_TOPICS, 6, {"topics": [{"name": "t", "topic_id": None}], "timeout": 1000})
+
+
+def _group_round(broker: Broker) -> None:
+    """A standalone consumer's commit (generation -1) and the fetch of it."""
+    commit = {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+              "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                       "committed_leader_epoch": -1, "committed_metadata": None}]}]}
+    assert broker.call(OFFSET_COMMIT, 9, commit).topics[0].partitions[0].error_code == 0
+    fetched = broker.call(OFFSET_FETCH, 9, {"groups": [{"group_id": "g", "member_id": None, "member_epoch": -1,
+                                                        "topics": None}], "require_stable": False})
+    assert fetched.groups[0].topics[0].partitions[0].committed_offset == 1
+
+
+def test_no_store_call_runs_on_the_event_loop(watched: tuple[Broker, LoopWatchStore]) -> None:
+    broker, store = watched
+    _workload(broker)
+    assert not store.on_loop, "store calls on the event loop:\n" + "\n".join(store.on_loop[:3])
+
+
+def test_requests_that_need_no_store_are_answered_while_the_store_hangs(
+        watched: tuple[Broker, LoopWatchStore]) -> None:
+    broker, store = watched
+    broker.create_topic("t")
+    store.released.clear()
+
+    async def scenario() -> None:
+        stuck = asyncio.ensure_future(broker.dispatcher.handle(_frame(broker, CREATE_TOPICS, 7, {
+            "topics": [{"name": "u", "num_partitions": 1, "replication_factor": 1, "configs": []}],
+            "timeout": 1000})))
+        produced = asyncio.ensure_future(broker.dispatcher.handle(_frame(broker, 0, 9, {
+            "acks": 1, "timeout": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": record_batch([b"x"])}]}]})))
+        for api_key, version, body in ((API_VERSIONS, 3, {"client_software_name": "unit",
+                                                          "client_software_version": "1"}),
+                                       (METADATA, 12, {"topics": None})):
+            assert await asyncio.wait_for(broker.dispatcher.handle(_frame(broker, api_key, version, body)), 2.0)
+        assert await asyncio.wait_for(produced, 2.0)  # acks=1 is answered from memory
+        assert not stuck.done()  # the topic creation waits for the store ...
+        store.released.set()
+        assert await asyncio.wait_for(stuck, STALL_S_MAX)  # ... and completes once it answers
+
+    broker.loop.run_until_complete(scenario())
+
+
+def _frame(broker: Broker, api_key: int, version: int, body: dict[str, Any]) -> bytes:
+    return encode_request(broker.request(api_key, version, body), 1, "unit")[4:]
