@@ -12,8 +12,8 @@ from dataclasses import replace
 from ..engine.errors import DataDirLocked
 from ..engine.service import Engine
 from ..engine.store.atomic import read_whole, write_atomically
-from ..engine.store.local import LocalStore
 from ..engine.store.base import Store
+from ..engine.store.local import LocalStore
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher

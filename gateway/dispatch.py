@@ -5,21 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .handlers.registry import Api
+from .handlers.versions import unsupported_version_body
 from .protocol.codec import (
     API_VERSIONS_KEY,
     ProtocolError,
+    RequestHeader,
     build,
     build_response,
     decode_request,
     encode_response,
     peek_header,
     response_type,
-    RequestHeader,
 )
 from .protocol.fetch_wire import Buffers, encode_fetch_response
 from .protocol.produce_wire import decode_produce, encode_produce_response
-from .handlers.registry import Api
-from .handlers.versions import unsupported_version_body
 
 # APIs read or written by hand instead of through kio, for speed (held to kio by tests)
 HAND_DECODERS: dict[int, Callable[..., tuple[RequestHeader, Any]]] = {0: decode_produce}

@@ -31,9 +31,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 STAMP = struct.Struct(">qq")  # sequence number, wall clock in ns at produce
 FLUSH_TIMEOUT_S = 300.0
-IDLE_TIMEOUT_S = 60.0
+IDLE_TIMEOUT_S = 60.0  # a consumer that receives nothing for this long gives up
 CREATE_TIMEOUT_S = 600.0
-CREATE_TOPICS_PER_REQUEST = 10  # KRaft refuses one request that makes 10,000 partitions  # a consumer that receives nothing for this long gives up
+CREATE_TOPICS_PER_REQUEST = 10  # KRaft refuses one request that makes 10,000 partitions
 
 
 def produce(spec: dict[str, Any]) -> dict[str, Any]:

@@ -289,7 +289,8 @@ class ConfluentDriver:
         self._members.pop(handle).consumer.close()
 
     def committed(self, group: str, topic: str, partitions: list[int]) -> dict[str, int]:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "group.id": group, "enable.auto.commit": False})
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "group.id": group,
+                             "enable.auto.commit": False})
         try:
             answer = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=ADMIN_TIMEOUT_S)
             return {str(tp.partition): tp.offset if tp.offset >= 0 else -1 for tp in answer}

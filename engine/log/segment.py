@@ -166,7 +166,8 @@ class Segment:
             return None
         entry = self.offset_index.floor(offset - self.base_offset)
         relative, position = entry if entry is not None else (0, 0)
-        for position, header in self.headers_from(position, self.base_offset + relative):
+        # The iterator is built from the index position before the loop rebinds `position`.
+        for position, header in self.headers_from(position, self.base_offset + relative):  # noqa: B020
             if header.next_offset > offset:
                 return position, header
         raise CorruptBatch(f"{self.log_path} ends before offset {offset}")

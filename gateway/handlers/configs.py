@@ -58,7 +58,7 @@ async def alter_configs(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
     answers = []
     for resource in request.resources:
         wanted = {c.name: c.value for c in resource.configs}
-        answers.append(_alter(ctx, resource, lambda _current: wanted, request.validate_only))
+        answers.append(_alter(ctx, resource, lambda _current, wanted=wanted: wanted, request.validate_only))
     return {"throttle_time": 0, "responses": answers}
 
 

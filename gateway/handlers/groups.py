@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ...engine.groups.types import GroupError, JoinRequest, SyncRequest
+from ...engine.groups.types import JoinRequest, SyncRequest
 from ..mapping import group_code
 from .common import millis
 from .registry import handles

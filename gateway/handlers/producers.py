@@ -16,7 +16,6 @@ from kio.schema.errors import ErrorCode
 from .registry import handles
 
 
-
 @handles(22, 0, 5)
 async def init_producer_id(ctx: Any, header: Any, request: Any) -> dict[str, Any]:
     if request.transactional_id is not None:
