@@ -141,7 +141,7 @@ class Engine:
         self.persister.schedule(partition)
         return offset
 
-    async def read(self, name: str, index: int, offset: int, max_bytes: int) -> bytes:
+    async def read(self, name: str, index: int, offset: int, max_bytes: int) -> bytes | bytearray:
         """Whole batches below the high watermark (C) from `offset`: memory, else the store."""
         partition = self.partition(name, index)
         data = partition.read_memory(offset, max_bytes)

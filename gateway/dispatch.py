@@ -22,7 +22,8 @@ from .protocol.fetch_wire import Buffers, encode_fetch_response
 from .protocol.produce_wire import decode_produce, encode_produce_response
 
 # APIs read or written by hand instead of through kio, for speed (held to kio by tests)
-HAND_DECODERS: dict[int, Callable[..., tuple[RequestHeader, Any]]] = {0: decode_produce}
+Decoder = Callable[[bytes | bytearray | memoryview, int, str, int], tuple[RequestHeader, Any]]  # frame, version, host, key
+HAND_DECODERS: dict[int, Decoder] = {0: decode_produce}
 HAND_ENCODERS: dict[int, Callable[[RequestHeader, Any], bytes | Buffers]] = {
     0: encode_produce_response, 1: encode_fetch_response}
 
@@ -43,7 +44,7 @@ class Dispatcher:
                 return [encode_response(peeked, build(response_type(API_VERSIONS_KEY, 0), unsupported_version_body()))]
             raise ProtocolError(f"api {peeked.api_key} version {peeked.api_version} is not supported")
         decode = HAND_DECODERS.get(peeked.api_key, _kio_decode)
-        header, body = decode(frame, peeked.api_version, client_host, api_key=peeked.api_key)
+        header, body = decode(frame, peeked.api_version, client_host, peeked.api_key)
         answer = await api.handler(self.ctx, header, body)
         if answer is None:
             return None

@@ -124,7 +124,8 @@ def latency_produce(spec: dict[str, Any]) -> dict[str, Any]:
 def latency_consume(spec: dict[str, Any]) -> dict[str, Any]:
     consumer = _assigned_consumer(spec)
     print(json.dumps({"ready": True}), flush=True)
-    wanted, warmup, seen = spec["records"], spec["warmup"], set()
+    wanted, warmup = spec["records"], spec["warmup"]
+    seen: set[int] = set()
     latencies_us: list[float] = []
     last = time.perf_counter()
     try:
@@ -138,7 +139,9 @@ def latency_consume(spec: dict[str, Any]) -> dict[str, Any]:
             last = time.perf_counter()
             if message.error() is not None:
                 raise KafkaException(message.error())
-            seq, sent = STAMP.unpack_from(message.value())
+            value = message.value()
+            assert value is not None, "every bench record carries a stamp"
+            seq, sent = STAMP.unpack_from(value)
             if seq not in seen:
                 seen.add(seq)
                 if seq >= warmup:

@@ -61,7 +61,7 @@ def _send_args(record: Record) -> dict[str, Any]:
             "partition": record.get("partition"), "timestamp_ms": record.get("timestamp")}
 
 
-class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+class _Listener(ConsumerRebalanceListener):
     def __init__(self) -> None:
         self.revoked = 0
 

@@ -30,7 +30,7 @@ Invariants:
   from the log whenever they are missing or disagree with it.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ..errors import CorruptBatch
 from ..store import AppendFile, Store
@@ -128,7 +128,7 @@ class Segment:
     def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader) -> None:
         self.append_many([batch], [header])
 
-    def append_many(self, batches: list[bytes | bytearray], headers: list[BatchHeader]) -> None:
+    def append_many(self, batches: Sequence[bytes | bytearray | memoryview], headers: list[BatchHeader]) -> None:
         """Write consecutive batches with one write call (one round trip on HDFS)."""
         assert self._log is not None, "append to a segment that is not active"
         assert headers[0].base_offset == self.next_offset
