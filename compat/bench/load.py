@@ -31,9 +31,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 STAMP = struct.Struct(">qq")  # sequence number, wall clock in ns at produce
 FLUSH_TIMEOUT_S = 300.0
-IDLE_TIMEOUT_S = 60.0
+IDLE_TIMEOUT_S = 60.0  # a consumer that receives nothing for this long gives up
 CREATE_TIMEOUT_S = 600.0
-CREATE_TOPICS_PER_REQUEST = 10  # KRaft refuses one request that makes 10,000 partitions  # a consumer that receives nothing for this long gives up
+CREATE_TOPICS_PER_REQUEST = 10  # KRaft refuses one request that makes 10,000 partitions
 
 
 def produce(spec: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +124,8 @@ def latency_produce(spec: dict[str, Any]) -> dict[str, Any]:
 def latency_consume(spec: dict[str, Any]) -> dict[str, Any]:
     consumer = _assigned_consumer(spec)
     print(json.dumps({"ready": True}), flush=True)
-    wanted, warmup, seen = spec["records"], spec["warmup"], set()
+    wanted, warmup = spec["records"], spec["warmup"]
+    seen: set[int] = set()
     latencies_us: list[float] = []
     last = time.perf_counter()
     try:
@@ -138,7 +139,9 @@ def latency_consume(spec: dict[str, Any]) -> dict[str, Any]:
             last = time.perf_counter()
             if message.error() is not None:
                 raise KafkaException(message.error())
-            seq, sent = STAMP.unpack_from(message.value())
+            value = message.value()
+            assert value is not None, "every bench record carries a stamp"
+            seq, sent = STAMP.unpack_from(value)
             if seq not in seen:
                 seen.add(seq)
                 if seq >= warmup:

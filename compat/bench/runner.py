@@ -149,7 +149,7 @@ def report(rows: Rows) -> str:
     endpoints = list(dict.fromkeys(row["endpoint"] for row in rows))
     both = endpoints == ["martlet", "kafka"]
     head = f"{'workload':<22}{'metric':<14}" + "".join(f"{ep:>12}" for ep in endpoints)
-    lines = ["medians over %d round(s)" % max((row["round"] for row in rows), default=0),
+    lines = [f"medians over {max((row['round'] for row in rows), default=0)} round(s)",
              head + (f"{'ratio':>8}  better" if both else "")]
     for (workload, metric), by_ep in table.items():
         line = f"{workload:<22}{metric:<14}" + "".join(f"{by_ep.get(ep, float('nan')):>12.2f}" for ep in endpoints)

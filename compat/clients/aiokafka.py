@@ -14,8 +14,8 @@ import aiokafka.errors
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.structs import TopicPartition
 
 from .base import Record, Unsupported
@@ -61,7 +61,7 @@ def _send_args(record: Record) -> dict[str, Any]:
             "partition": record.get("partition"), "timestamp_ms": record.get("timestamp")}
 
 
-class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+class _Listener(ConsumerRebalanceListener):
     def __init__(self) -> None:
         self.revoked = 0
 
@@ -98,7 +98,7 @@ class AiokafkaDriver:
     def _call(self, coro: Coroutine[Any, Any, Any]) -> tuple[str, Any]:
         try:
             return NONE, self._run(coro)
-        except (aiokafka.errors.KafkaError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiokafka.errors.KafkaError) as exc:
             return _name(exc), None
 
     # -- admin ----------------------------------------------------------------------------
@@ -204,7 +204,7 @@ class AiokafkaDriver:
             return {"error": _name(future), "partition": -1, "offset": -1}
         try:
             meta = await asyncio.wait_for(future, FLUSH_TIMEOUT_S)
-        except (aiokafka.errors.KafkaError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiokafka.errors.KafkaError) as exc:
             return {"error": _name(exc), "partition": -1, "offset": -1}
         return {"error": NONE, "partition": meta.partition, "offset": meta.offset}
 
@@ -245,7 +245,7 @@ class AiokafkaDriver:
             raise Unsupported("aiokafka sends ListOffsets v0-3, which has no max-timestamp query")
         try:
             return self._run(self._list_offsets(TopicPartition(topic, partition), spec))
-        except (aiokafka.errors.KafkaError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiokafka.errors.KafkaError) as exc:
             return {"error": _name(exc), "offset": -1, "timestamp": -1}
 
     async def _list_offsets(self, tp: TopicPartition, spec: str | int) -> dict[str, Any]:
@@ -324,7 +324,7 @@ class AiokafkaDriver:
                                     request_timeout_ms=REQUEST_TIMEOUT_MS)
         try:
             return self._run(self._transaction(producer, topic, records, commit), TXN_TIMEOUT_S)
-        except (aiokafka.errors.KafkaError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiokafka.errors.KafkaError) as exc:
             self._run(producer.stop(), 10.0)
             return _name(exc)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -60,6 +61,11 @@ def exception_name(exc: BaseException) -> str:
     return client_error(type(exc).__name__)
 
 
+def _consumed_headers(msg: Message) -> list[tuple[str, bytes | None]]:
+    """A consumed message's headers are (name, bytes) pairs; the stub also allows a dict and str values."""
+    return cast("list[tuple[str, bytes | None]]", msg.headers() or [])
+
+
 def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode()
 
@@ -73,7 +79,7 @@ def consumed(msg: Message, with_topic: bool = False) -> Record:
     record: Record = {
         "partition": msg.partition(), "offset": msg.offset(), "key": _text(msg.key()),
         "value": _text(msg.value()),
-        "headers": [[name, _text(value)] for name, value in (msg.headers() or [])],
+        "headers": [[name, _text(value)] for name, value in _consumed_headers(msg)],
         "timestamp": ts,
         "timestamp_type": "LogAppendTime" if ts_type == TIMESTAMP_LOG_APPEND_TIME else "CreateTime",
     }
@@ -203,7 +209,7 @@ class ConfluentDriver:
 
         for index, record in enumerate(records):
             try:
-                producer.produce(topic, on_delivery=lambda e, m, i=index: on_delivery(i, e, m),
+                producer.produce(topic, on_delivery=partial(on_delivery, index),
                                  **_produce_args(record))
             except KafkaException as exc:
                 answers[index] = {"error": exception_name(exc), "partition": -1, "offset": -1}
@@ -289,7 +295,8 @@ class ConfluentDriver:
         self._members.pop(handle).consumer.close()
 
     def committed(self, group: str, topic: str, partitions: list[int]) -> dict[str, int]:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "group.id": group, "enable.auto.commit": False})
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "group.id": group,
+                             "enable.auto.commit": False})
         try:
             answer = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=ADMIN_TIMEOUT_S)
             return {str(tp.partition): tp.offset if tp.offset >= 0 else -1 for tp in answer}

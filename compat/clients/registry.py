@@ -30,9 +30,9 @@ def _aiokafka(bootstrap: str) -> Driver:
 
 
 def _java(bootstrap: str) -> Driver:
-    from .java_driver import JavaDriver  # type: ignore[import-not-found]
+    from .java_driver import JavaDriver
 
-    return JavaDriver(bootstrap)  # type: ignore[no-any-return]
+    return JavaDriver(bootstrap)
 
 
 FACTORIES: dict[str, Callable[[str], Driver]] = {
@@ -47,7 +47,7 @@ def unavailable(name: str) -> str | None:
     if name != "java":
         return None
     try:
-        from .java_driver import java_available  # type: ignore[import-not-found]
+        from .java_driver import java_available
     except ImportError as exc:
         return f"java driver not built ({exc})"
     return None if java_available() else "java driver not available (java_available() is false)"

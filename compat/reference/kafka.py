@@ -486,7 +486,7 @@ class ReferenceKafka:
                 self._pause(0.2)
         admin = AdminClient({
             "bootstrap.servers": self.bootstrap,
-            "logger": logging.getLogger(f"{__name__}.probe"),
+            "logger": logging.getLogger(f"{__name__}.probe"),  # type: ignore[dict-item]  # accepted; not in the stub
         })  # fmt: skip
         while True:
             self._check_running(deadline, "waiting for the broker to register")

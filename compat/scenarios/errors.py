@@ -38,7 +38,7 @@ def error_partition_out_of_range(driver: Driver, ctx: Context) -> dict[str, Any]
     seen: dict[str, Any] = {"shrink_to_1": driver.add_partitions(topic, 1), "same_count": driver.add_partitions(topic, 2)}
     expect_equal(seen["shrink_to_1"], "INVALID_PARTITIONS", "asking for fewer partitions")
     expect_equal(seen["same_count"], "INVALID_PARTITIONS", "asking for the same partition count")
-    record = {"key": "k", "value": "v", "headers": [], "timestamp": None, "partition": 5}
+    record: dict[str, Any] = {"key": "k", "value": "v", "headers": [], "timestamp": None, "partition": 5}
     [answer] = driver.produce(topic, [record])
     seen["produce_to_5"] = answer["error"]
     expect(answer["error"] != NONE, "producing to partition 5 of a 2-partition topic succeeded")

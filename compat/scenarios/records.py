@@ -51,7 +51,7 @@ def headers(driver: Driver, ctx: Context) -> dict[str, Any]:
 def null_key_and_value(driver: Driver, ctx: Context) -> dict[str, Any]:
     """a null key, a null value (tombstone) and empty ones survive a round trip."""
     base = now_ms() - PAST_MS
-    sent = [{"key": None, "value": "no key", "headers": [], "timestamp": base, "partition": 0},
+    sent: list[dict[str, Any]] = [{"key": None, "value": "no key", "headers": [], "timestamp": base, "partition": 0},
             {"key": "tombstone", "value": None, "headers": [], "timestamp": base + 1, "partition": 0},
             {"key": "", "value": "", "headers": [], "timestamp": base + 2, "partition": 0}]
     offsets, got = round_trip(driver, ctx, sent)

@@ -467,7 +467,7 @@ class ClassicCoordinator:
         return []
 
     def next_deadline_ms(self) -> int | None:
-        times = []
+        times: list[int] = []
         for group in self.groups.values():
             times += group.pending.values()
             times += [m.last_seen_ms + m.session_timeout_ms for m in group.members.values()

@@ -19,6 +19,7 @@ a deadline wakes it.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -197,7 +198,7 @@ class Groups:
         return GroupError.GROUP_NOT_FOUND if view is None else view
 
     async def _settle(self, group_id: str, kind: str, outcome: Outcome) -> JoinResult | SyncResult:
-        future: asyncio.Future[Any] | None = None
+        future: asyncio.Future[JoinResult | SyncResult] | None = None
         if outcome.answer is None:
             future = asyncio.get_running_loop().create_future()
             # a client may resend while its first request still waits: both get the answer
@@ -308,7 +309,7 @@ class Groups:
             known.setdefault(group_id, _offsets_only(group_id))
         return [known[g] for g in sorted(known)]
 
-    def listing(self) -> list[ListedGroup]:
+    def listing(self) -> builtins.list[ListedGroup]:  # `list` here is the method above
         """ListGroups rows with each group's own type and state names."""
         consumer = {view.group_id: view for view in self.consumer.list()}
         rows = []

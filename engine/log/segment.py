@@ -30,7 +30,7 @@ Invariants:
   from the log whenever they are missing or disagree with it.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ...records.header import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, crc_ok, iter_batches, parse_header
 from ..errors import CorruptBatch
@@ -128,7 +128,7 @@ class Segment:
     def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader) -> None:
         self.append_many([batch], [header])
 
-    def append_many(self, batches: list[bytes | bytearray], headers: list[BatchHeader]) -> None:
+    def append_many(self, batches: Sequence[bytes | bytearray | memoryview], headers: list[BatchHeader]) -> None:
         """Write consecutive batches with one write call (one round trip on HDFS)."""
         assert self._log is not None, "append to a segment that is not active"
         assert headers[0].base_offset == self.next_offset
@@ -166,7 +166,8 @@ class Segment:
             return None
         entry = self.offset_index.floor(offset - self.base_offset)
         relative, position = entry if entry is not None else (0, 0)
-        for position, header in self.headers_from(position, self.base_offset + relative):
+        # The iterator is built from the index position before the loop rebinds `position`.
+        for position, header in self.headers_from(position, self.base_offset + relative):  # noqa: B020
             if header.next_offset > offset:
                 return position, header
         raise CorruptBatch(f"{self.log_path} ends before offset {offset}")

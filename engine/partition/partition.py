@@ -170,7 +170,7 @@ class Partition:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def read_memory(self, offset: int, max_bytes: int) -> bytes | None:
+    def read_memory(self, offset: int, max_bytes: int) -> bytes | bytearray | None:
         """Whole batches below C from `offset` if memory holds them; None if the store must
         be read (read_stored). Raises OffsetOutOfRange outside [start, end]."""
         if not self.start_offset <= offset <= self.end_offset:

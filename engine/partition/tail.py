@@ -75,7 +75,7 @@ class Tail:
             self._first = 0
         return freed
 
-    def read(self, offset: int, max_bytes: int, limit: int) -> bytes | None:
+    def read(self, offset: int, max_bytes: int, limit: int) -> bytes | bytearray | None:
         """Whole batches from the one holding `offset` and ending at or below `limit`, up to
         max_bytes but at least one; b"" at `limit`; None when `offset` is older than memory."""
         if offset < self.first_offset:

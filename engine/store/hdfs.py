@@ -92,7 +92,7 @@ class HdfsAppendFile:
         return self._closed
 
     @_os_errors
-    def write(self, data: bytes | memoryview) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         assert not self._closed, "write after close"
         try:
             if self._writer is None:

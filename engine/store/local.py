@@ -29,7 +29,7 @@ class LocalAppendFile:
     def size(self) -> int:
         return self._size
 
-    def write(self, data: bytes | memoryview) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         assert not self._closed, "write after close"
         fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
         try:

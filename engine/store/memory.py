@@ -16,7 +16,7 @@ class MemoryAppendFile:
     def size(self) -> int:
         return len(self._data)
 
-    def write(self, data: bytes | memoryview) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         assert not self._closed, "write after close"
         self._data += data
 

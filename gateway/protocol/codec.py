@@ -29,6 +29,7 @@ from kio.serial._introspect import (
     classify_field,
     is_optional,
 )
+from kio.static.protocol import RequestPayload
 
 HEADER_PEEK = struct.Struct(">hhi")
 CORRELATION = struct.Struct(">i")
@@ -48,7 +49,7 @@ class RequestHeader:
     client_host: str = ""
 
 
-def peek_header(frame: bytes | memoryview) -> RequestHeader:
+def peek_header(frame: bytes | bytearray | memoryview) -> RequestHeader:
     """The fixed part of any request header; readable for every version, even unknown ones."""
     if len(frame) < HEADER_PEEK.size:
         raise ProtocolError(f"frame of {len(frame)} bytes is shorter than a request header")
@@ -57,7 +58,7 @@ def peek_header(frame: bytes | memoryview) -> RequestHeader:
 
 
 @cache
-def request_type(api_key: int, api_version: int) -> type:
+def request_type(api_key: int, api_version: int) -> type[RequestPayload]:
     return load_request_schema(api_key, api_version)
 
 
@@ -79,10 +80,13 @@ def _writer(cls: type) -> Callable[..., Any]:
 def decode_request(frame: bytes | bytearray | memoryview, api_key: int, api_version: int,
                    client_host: str = "") -> tuple[RequestHeader, Any]:
     """Header and body of a request whose (key, version) the caller knows it serves."""
-    cls = request_type(api_key, api_version)
+    payload = request_type(api_key, api_version)
+    # Held as plain `type` for the @cache'd readers: mypy finds a narrower class object unhashable.
+    cls: type = payload
+    header_cls: type = payload.__header_schema__
     frame = memoryview(frame).toreadonly()  # kio refuses writable buffers; this copies nothing
     try:
-        header, used = _reader(cls.__header_schema__)(frame, 0)
+        header, used = _reader(header_cls)(frame, 0)
         body, _ = _reader(cls)(frame, used)
     except Exception as error:  # kio raises many types on malformed input; all mean "bad peer"
         raise ProtocolError(f"cannot decode api {api_key} v{api_version}: {error!r}") from error
@@ -92,7 +96,8 @@ def decode_request(frame: bytes | bytearray | memoryview, api_key: int, api_vers
 
 def _check_no_null_arrays(entity: Any) -> None:
     """kio reads a null (-1 length) array even where the schema forbids it; Kafka refuses."""
-    for name, nullable, nested in _array_fields(type(entity)):
+    cls: type = type(entity)
+    for name, nullable, nested in _array_fields(cls):
         value = getattr(entity, name)
         if value is None:
             if not nullable:
@@ -119,7 +124,8 @@ def encode_response(header: RequestHeader, body: Any) -> bytes:
     out.write(CORRELATION.pack(header.correlation_id))
     if type(body).__header_schema__.__flexible__:
         out.write(b"\0")  # response header v1: empty tagged fields
-    _writer(type(body))(out, body)
+    cls: type = type(body)
+    _writer(cls)(out, body)
     data = out.getbuffer()
     struct.pack_into(">i", data, 0, len(data) - 4)
     return bytes(data)

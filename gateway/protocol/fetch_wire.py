@@ -74,7 +74,7 @@ def encode_fetch_response(header: RequestHeader, answer: Mapping[str, Any]) -> B
     if flexible:
         out.append(0)
     parts.append(out)
-    I32.pack_into(parts[0], 0, sum(len(part) for part in parts) - 4)  # type: ignore[arg-type]
+    I32.pack_into(parts[0], 0, sum(len(part) for part in parts) - 4)
     return parts
 
 

@@ -270,8 +270,8 @@ def confluent_produce(bootstrap: str, topic: str, records: Sequence[Rec],
         producer = Producer(confluent_producer_conf(bootstrap, **{"compression.type": codec, **extra}))
 
         def on_delivery(seq: int, err: KafkaError | None, msg: object) -> None:
-            if err is not None:
-                errors.append(f"seq {seq}: {err}")
+            if err is not None:  # runs inside this codec's flush, so `errors` is this codec's list
+                errors.append(f"seq {seq}: {err}")  # noqa: B023
             else:
                 acks[seq] = (msg.partition(), msg.offset())  # type: ignore[attr-defined]
 

@@ -9,7 +9,7 @@ from martlet.engine.store import MemoryStore
 PID = 7
 
 
-def open_log(store, config=LogConfig(segment_bytes=600)):
+def open_log(store, config=LogConfig(segment_bytes=600)):  # noqa: B008 (only read, never changed)
     return PartitionLog.open(store, "p-0", config, ManualClock())
 
 
