@@ -10,7 +10,7 @@ offsets) and `ProducerIds`. Nothing here hands out a `Partition`, a `PartitionLo
 from __future__ import annotations
 
 from . import errors
-from .catalog.config import TopicConfig
+from .catalog.config import ConfigValue, Overrides, TopicConfig
 from .catalog.names import check_name
 from .catalog.topic import Topic
 from .clock import Clock, ManualClock, SystemClock
@@ -36,7 +36,6 @@ from .store.local import LocalStore
 from .topics import Topics
 
 
-
 def hdfs_store(address: str, root: str) -> Store:
     """A store on HDFS; the HDFS client is loaded only by the processes that use one."""
     from .store.hdfs import HdfsStore
@@ -45,7 +44,7 @@ def hdfs_store(address: str, root: str) -> Store:
 
 
 __all__ = [
-    "EMBEDDED_NODE_ID", "ClusterView", "EmbeddedCluster", "NodeIdentity",
+    "EMBEDDED_NODE_ID", "ClusterView", "ConfigValue", "EmbeddedCluster", "NodeIdentity", "Overrides",
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
-from .errors import DuplicateBatch, NotServedHere, UnknownPartition
 from ..records.header import BatchHeader
+from .errors import DuplicateBatch, NotServedHere, UnknownPartition
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
 from .partition.persister import Persister
@@ -124,7 +124,7 @@ class Partitions:
 
     # -- reading data
 
-    async def read(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes:
+    async def read(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes | bytearray:
         """Whole batches below the high watermark (C) from `offset`: memory, else the store."""
         partition = self._get(tp)
         data = partition.read_memory(offset, max_bytes)

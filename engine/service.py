@@ -25,7 +25,7 @@ from .settings import EngineSettings
 from .store.atomic import read_whole, write_atomically
 from .store.base import Store
 from .store.cache import CachedStore
-from .topics import Topics
+from .topics import PartitionOpener, Topics
 
 log = logging.getLogger(__name__)
 CLUSTER_ID_PATH = "cluster-id"
@@ -46,9 +46,9 @@ class Engine:
                                    self.clock.now_ms, inline=not getattr(store, "slow_writes", True))
         self.partitions = Partitions(self.persister, self.pool, settings.read_threads,
                                      lambda tp: self.cluster.owns(tp.topic, tp.partition))
+        opener = PartitionOpener(logs_store, self.pool, settings.index_interval_bytes, self.clock.now_ms)
         self.topics = Topics(Catalog(store, settings.owner, settings.topic_partitions_max), self.partitions,
-                             logs_store, self.pool, settings.topic_defaults, settings.index_interval_bytes,
-                             self.clock.now_ms, self.cluster)
+                             settings.topic_defaults, opener, self.cluster)
         self._retention_task: asyncio.Task[None] | None = None
         self.groups: Groups = None  # type: ignore[assignment]  # set by open()
         self.cluster_id = ""  # set by open()

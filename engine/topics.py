@@ -12,10 +12,11 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TypeVar
 
 from .catalog.catalog import Catalog, CatalogChanges, topic_dir
-from .catalog.config import TopicConfig
+from .catalog.config import Overrides, TopicConfig
 from .catalog.names import check_name
 from .catalog.topic import Topic
 from .cluster import ClusterView
@@ -23,25 +24,43 @@ from .errors import InvalidPartitionCount, TopicExists
 from .log.config import LogConfig
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
-from .partitions import Partitions, TopicPartition
 from .partition.workers import Workers
+from .partitions import Partitions, TopicPartition
 from .store.base import Store
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOpener:
+    """Opens a topic's partitions on the store (worker thread: recovery reads and writes)."""
+
+    store: Store
+    pool: MemoryPool
+    index_interval_bytes: int
+    now_ms: Callable[[], int]
+
+    def open(self, topic: Topic, index: int) -> Partition:
+        return Partition.open(self.store, f"{topic_dir(topic)}/{index}", self.log_config(topic), self.now_ms,
+                              self.pool, topic.config.flush_mode == "sync")
+
+    def log_config(self, topic: Topic) -> LogConfig:
+        config = topic.config
+        return LogConfig(segment_bytes=config.segment_bytes, segment_ms=config.segment_ms,
+                         retention_ms=config.retention_ms, retention_bytes=config.retention_bytes,
+                         index_interval_bytes=self.index_interval_bytes)
+
+
 log = logging.getLogger(__name__)
 
 
 class Topics:
-    def __init__(self, catalog: Catalog, partitions: Partitions, store: Store, pool: MemoryPool,
-                 defaults: TopicConfig, index_interval_bytes: int, now_ms: Callable[[], int],
+    def __init__(self, catalog: Catalog, partitions: Partitions, defaults: TopicConfig, opener: PartitionOpener,
                  cluster: ClusterView) -> None:
         self._catalog = catalog
         self._partitions = partitions
-        self._store = store
-        self._pool = pool
         self.defaults = defaults
-        self._index_interval_bytes = index_interval_bytes
-        self._now_ms = now_ms
+        self._opener = opener
         self._cluster = cluster
         self._admin = Workers(1, "martlet-admin")
 
@@ -60,7 +79,7 @@ class Topics:
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
         return next((topic for topic in self._catalog if topic.resource.uid == topic_id), None)
 
-    def config_for(self, overrides: dict[str, Any]) -> TopicConfig:
+    def config_for(self, overrides: Overrides) -> TopicConfig:
         """The configuration these overrides give a topic; InvalidConfig if they are bad."""
         return self.defaults.updated(overrides)
 
@@ -73,7 +92,7 @@ class Topics:
             for tp, partition in self._open_partitions(topic, range(topic.partition_count)):
                 self._partitions.add(tp, partition)
 
-    def check_new(self, name: str, count: int, overrides: dict[str, Any]) -> None:
+    def check_new(self, name: str, count: int, overrides: Overrides) -> None:
         """CreateTopics with validate_only: the checks a creation makes, and nothing else."""
         check_name(name)
         if self._catalog.find(name):
@@ -82,7 +101,7 @@ class Topics:
             raise InvalidPartitionCount(f"partition count must be at least 1, not {count}")
         self.config_for(overrides)
 
-    async def create(self, name: str, count: int, overrides: dict[str, Any]) -> Topic:
+    async def create(self, name: str, count: int, overrides: Overrides) -> Topic:
         config = self.config_for(overrides)
         topic, opened = await self._off_loop(self._create_now, name, count, config, frozenset(overrides))
         self._serve(opened)
@@ -106,7 +125,7 @@ class Topics:
         self._serve(opened)
         return topic
 
-    async def reconfigure(self, name: str, overrides: dict[str, Any], validate_only: bool = False) -> Topic:
+    async def reconfigure(self, name: str, overrides: Overrides, validate_only: bool = False) -> Topic:
         """Replace the topic's overrides: names not in `overrides` go back to defaults."""
         topic = self._catalog.get(name)
         config = self.config_for(overrides)
@@ -135,7 +154,7 @@ class Topics:
         return changes
 
     def _apply_config(self, topic: Topic) -> None:
-        log_config = self._log_config(topic)
+        log_config = self._opener.log_config(topic)
         for index in range(topic.partition_count):
             partition = self._partitions.get_open(TopicPartition(topic.name, index))
             if partition is not None:
@@ -149,7 +168,7 @@ class Topics:
 
     def _create_now(self, name: str, count: int, config: TopicConfig,
                     overrides: frozenset[str]) -> tuple[Topic, list[tuple[TopicPartition, Partition]]]:
-        topic = self._catalog.create(name, count, config, overrides, self._now_ms())
+        topic = self._catalog.create(name, count, config, overrides, self._opener.now_ms())
         return topic, self._open_partitions(topic, range(count))
 
     def _grow_now(self, name: str, old: int, count: int) -> tuple[Topic, list[tuple[TopicPartition, Partition]]]:
@@ -176,11 +195,7 @@ class Topics:
 
     def _open_partitions(self, topic: Topic, indexes: range) -> list[tuple[TopicPartition, Partition]]:
         """The partitions of `topic` at `indexes` that this node serves, opened."""
-        config = self._log_config(topic)
-        sync_flush = topic.config.flush_mode == "sync"
-        return [(TopicPartition(topic.name, index),
-                 Partition.open(self._store, f"{topic_dir(topic)}/{index}", config, self._now_ms, self._pool,
-                                sync_flush))
+        return [(TopicPartition(topic.name, index), self._opener.open(topic, index))
                 for index in indexes if self._cluster.owns(topic.name, index)]
 
     # -- helpers
@@ -188,12 +203,6 @@ class Topics:
     def _serve(self, opened: list[tuple[TopicPartition, Partition]]) -> None:
         for tp, partition in opened:
             self._partitions.add(tp, partition)
-
-    def _log_config(self, topic: Topic) -> LogConfig:
-        config = topic.config
-        return LogConfig(segment_bytes=config.segment_bytes, segment_ms=config.segment_ms,
-                         retention_ms=config.retention_ms, retention_bytes=config.retention_bytes,
-                         index_interval_bytes=self._index_interval_bytes)
 
     async def _off_loop(self, call: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._admin, call, *args)

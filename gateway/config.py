@@ -36,7 +36,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
-
 from .settings import GatewaySettings
 
 

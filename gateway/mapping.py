@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..engine.api import GroupError
+from ..engine.api import ConfigValue, GroupError, Overrides, TopicConfig
 from ..engine.api import errors as engine_errors
 from ..records.errors import InvalidBatch, Reason
 
@@ -64,7 +64,7 @@ def batch_code(invalid: InvalidBatch) -> ErrorCode:
 class ConfigName:
     kafka: str
     engine: str
-    to_engine: Callable[[str], Any]
+    to_engine: Callable[[str], ConfigValue]
     to_kafka: Callable[[Any], str]
     type_code: int  # DescribeConfigs v3+ config_type: 3 INT, 5 LONG, 2 STRING
 
@@ -103,7 +103,7 @@ BY_KAFKA = {c.kafka: c for c in CONFIG_NAMES}
 BY_ENGINE = {c.engine: c for c in CONFIG_NAMES}
 
 
-def config_to_engine(name: str, value: str | None) -> tuple[str, Any]:
+def config_to_engine(name: str, value: str | None) -> tuple[str, ConfigValue]:
     spec = BY_KAFKA.get(name)
     if spec is None:
         raise engine_errors.InvalidConfig(f"unknown or unsupported topic config {name!r}")
@@ -112,11 +112,11 @@ def config_to_engine(name: str, value: str | None) -> tuple[str, Any]:
     return spec.engine, spec.to_engine(value)
 
 
-def configs_to_engine(pairs: dict[str, str | None]) -> dict[str, Any]:
+def configs_to_engine(pairs: dict[str, str | None]) -> Overrides:
     return dict(config_to_engine(name, value) for name, value in pairs.items())
 
 
-def engine_overrides_to_kafka(config: Any, overrides: frozenset[str]) -> dict[str, str]:
+def engine_overrides_to_kafka(config: TopicConfig, overrides: frozenset[str]) -> dict[str, str]:
     return {BY_ENGINE[name].kafka: BY_ENGINE[name].to_kafka(getattr(config, name)) for name in overrides}
 
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidConfig
+
+ConfigValue = int | str
+Overrides = dict[str, ConfigValue]  # engine config names -> values, as a topic overrides them
 
 FLUSH_MODES = ("async", "sync")
 TIMESTAMP_TYPES = ("create", "append")
@@ -23,13 +27,13 @@ class TopicConfig:
     timestamp_type: str = "create"
     cleanup_policy: str = "delete"
 
-    def updated(self, changes: dict[str, Any]) -> TopicConfig:
+    def updated(self, changes: Mapping[str, ConfigValue]) -> TopicConfig:
         """A copy with `changes` applied and checked; unknown names are an error."""
         known = {field.name: field.type for field in fields(self)}
         for name in changes:
             if name not in known:
                 raise InvalidConfig(f"unknown topic config {name!r}")
-        result = replace(self, **changes)
+        result = replace(self, **changes)  # type: ignore[arg-type]  # check() below validates each value
         result.check()
         return result
 

@@ -157,9 +157,9 @@ def parse(kind: str, group_id: str, body: dict[str, JsonValue]) -> MembershipCha
     if kind == "consumer_group":
         topics = tuple((_str(n), _str(i), _int(c)) for n, i, c in map(_list, _list(body["topics"])))
         target = tuple((_str(m), _parse_partitions(a)) for m, a in map(_list, _list(body["target"])))
-        members = tuple(_parse_consumer_member(m) for m in _list(body["members"]))
+        consumer_members = tuple(_parse_consumer_member(m) for m in _list(body["members"]))
         return ConsumerGroupRecord(group_id, _int(body["epoch"]), _int(body["assignment_epoch"]),
-                                   _str(body["assignor"]), topics, target, members)
+                                   _str(body["assignor"]), topics, target, consumer_members)
     if kind == "group_gone":
         return GroupGone(group_id)
     return None

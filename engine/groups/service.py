@@ -28,7 +28,7 @@ from typing import Any
 from ..store.base import Store
 from .classic import ClassicCoordinator, GroupLimits
 from .consumer import ConsumerCoordinator, ConsumerGroupLimits
-from .membership import ClassicGroupRecord
+from .membership import ClassicGroupRecord, MembershipChange
 from .offsets import CommittedOffset
 from .shards import SHARDS_DEFAULT, OffsetShards
 from .types import (
@@ -134,6 +134,7 @@ class Groups:
             log.warning("group records of %d groups not written yet: %s", len(self._unrecorded), error)
 
     def _record(self, group_id: str) -> None:
+        record: MembershipChange | None
         if self.machine.has(group_id):
             record = self.machine.record(group_id)
         else:

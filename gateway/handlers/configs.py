@@ -15,12 +15,13 @@ from kio.schema.incremental_alter_configs.v1.request import AlterableConfig, Inc
 
 from ...engine.api import Topic, errors
 from ..context import Context
-from ..mapping import CONFIG_NAMES, config_to_engine, engine_overrides_to_kafka, error_code
+from ..mapping import BY_KAFKA, CONFIG_NAMES, config_to_engine, engine_overrides_to_kafka, error_code
 from ..protocol.answers import (
     AlterConfigsAnswer,
     AlterConfigsResourceAnswer,
     CreateTopicsCreatableTopicConfigsAnswer,
     DescribeConfigsAnswer,
+    DescribeConfigsResourceResultAnswer,
     DescribeConfigsResultAnswer,
     IncrementalAlterConfigsAnswer,
 )
@@ -71,23 +72,28 @@ def _describe_one(ctx: Context, resource: DescribeConfigsResource) -> DescribeCo
         topic = ctx.topics.get(resource.resource_name)
     except errors.EngineError as error:
         return answer | {"error_code": error_code(error), "error_message": str(error)}
-    entries = [{**entry, "synonyms": [], "config_type": _type_code(entry["name"]), "documentation": None}
-               for entry in describe_topic_configs(topic, resource.configuration_keys)]
-    return answer | {"configs": entries}  # type: ignore[typeddict-item]  # the entries are DescribeConfigs' shape
+    return answer | {"configs": [_described(entry) for entry in describe_topic_configs(topic, resource.configuration_keys)]}
 
 
-def _type_code(kafka_name: str) -> int:
-    return next(spec.type_code for spec in CONFIG_NAMES if spec.kafka == kafka_name)
+def _described(entry: ConfigEntry) -> DescribeConfigsResourceResultAnswer:
+    """An entry as DescribeConfigs shows it: with synonyms (none), type and documentation."""
+    return {"name": entry["name"], "value": entry["value"], "read_only": entry["read_only"],
+            "config_source": entry["config_source"], "is_sensitive": entry["is_sensitive"], "synonyms": [],
+            "config_type": BY_KAFKA[entry["name"]].type_code, "documentation": None}
 
 
 @handles(ApiKey.ALTER_CONFIGS, 0, 2)
 async def alter_configs(ctx: Context, header: RequestHeader, request: AlterConfigsRequest) -> AlterConfigsAnswer:
     answers = []
     for resource in request.resources:
-        wanted: dict[str, str | None] = {c.name: c.value for c in resource.configs}
-        answers.append(await _alter(ctx, resource.resource_type, resource.resource_name, lambda _current: wanted,
-                                    request.validate_only))
+        answers.append(await _alter(ctx, resource.resource_type, resource.resource_name,
+                                    _replacing({c.name: c.value for c in resource.configs}), request.validate_only))
     return {"throttle_time": 0, "responses": answers}
+
+
+def _replacing(wanted: dict[str, str | None]) -> NewOverrides:
+    """AlterConfigs: the request's configs replace every override."""
+    return lambda _current: wanted
 
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1)

@@ -72,7 +72,7 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> F
     code = epoch_error(item.leader_epoch, info.session)
     if code != ErrorCode.none:
         return _answer(item, code, info)
-    records = b""
+    records: bytes | bytearray = b""
     limit = min(item.max_bytes, budget_bytes)
     if limit > 0 or first:
         try:
@@ -86,7 +86,7 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> F
 
 
 def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None,
-            records: bytes = b"") -> FetchPartitionDataAnswer:
+            records: bytes | bytearray = b"") -> FetchPartitionDataAnswer:
     high_watermark = info.high_watermark if info else -1
     return {"partition_index": item.tp.partition, "error_code": code, "high_watermark": high_watermark,
             "last_stable_offset": high_watermark, "log_start_offset": info.start_offset if info else -1,

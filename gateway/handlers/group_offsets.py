@@ -9,6 +9,7 @@ Offsets are kept per topic id, so a deleted and re-created topic starts with non
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_commit.v9.request import OffsetCommitRequest, OffsetCommitRequestPartition
@@ -50,7 +51,8 @@ async def offset_commit(ctx: Context, header: RequestHeader, request: OffsetComm
     if error is not GroupError.NONE:
         return _commit_answer(request, lambda _t, _p: group_code(error))
     now_ms = ctx.clock.now_ms()
-    accepted, codes = [], {}
+    accepted: list[tuple[str, str, int, CommittedOffset]] = []
+    codes: dict[tuple[str, int], ErrorCode] = {}
     for topic in request.topics:
         known = ctx.topics.find(topic.name)
         for p in topic.partitions:
@@ -85,9 +87,9 @@ def _commit_answer(request: OffsetCommitRequest, code: CodeOf) -> OffsetCommitAn
 async def offset_fetch(ctx: Context, header: RequestHeader, request: OffsetFetchRequest) -> OffsetFetchAnswer:
     if header.api_version >= 8:
         return {"throttle_time": 0, "groups": [_fetch_batched(ctx, g) for g in request.groups]}
-    old = request  # v1-v7: one group, named at the top level
-    topics = _fetch_group(ctx, old.group_id, old.topics)  # type: ignore[attr-defined]
-    return {"throttle_time": 0, "topics": topics, "error_code": ErrorCode.none}  # type: ignore[typeddict-item]
+    # v1-v7: one group, named at the top level; its answer's topics have the same fields
+    topics = _fetch_group(ctx, request.group_id, request.topics)  # type: ignore[attr-defined]
+    return {"throttle_time": 0, "topics": topics, "error_code": ErrorCode.none}
 
 
 def _fetch_batched(ctx: Context, group: OffsetFetchRequestGroup) -> OffsetFetchGroupAnswer:
@@ -100,11 +102,14 @@ def _fetch_batched(ctx: Context, group: OffsetFetchRequestGroup) -> OffsetFetchG
             "error_code": ErrorCode.none}
 
 
-class _Wanted:
+class _Wanted(Protocol):
     """What OffsetFetch asks of one topic (v1-v7 and v8+ name the fields alike)."""
 
-    name: str
-    partition_indexes: tuple[int, ...]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_indexes(self) -> tuple[int, ...]: ...
 
 
 def _fetch_group(ctx: Context, group_id: str, topics: Iterable[_Wanted] | None) -> list[OffsetFetchTopicsAnswer]:
@@ -149,6 +154,6 @@ async def offset_delete(ctx: Context, header: RequestHeader, request: OffsetDele
         busy = topic.name in subscribed
         code = ErrorCode.group_subscribed_to_topic if busy else ErrorCode.none
         if not busy:
-            await groups.delete_offsets(request.group_id, topic.name, indexes)
+            await groups.delete_offsets(request.group_id, topic.name, [int(i) for i in indexes])
         topics.append({"name": topic.name, "partitions": [{"partition_index": i, "error_code": code} for i in indexes]})
     return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": topics}

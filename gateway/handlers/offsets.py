@@ -14,10 +14,13 @@ from ..mapping import error_code
 from ..protocol.answers import (
     DeleteRecordsAnswer,
     DeleteRecordsPartitionResultAnswer,
+    DeleteRecordsTopicResultAnswer,
     ListOffsetsAnswer,
     ListOffsetsPartitionAnswer,
+    ListOffsetsTopicAnswer,
     OffsetForLeaderEpochAnswer,
     OffsetForLeaderEpochEpochEndOffsetAnswer,
+    OffsetForLeaderEpochOffsetForLeaderTopicResultAnswer,
 )
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
@@ -31,7 +34,7 @@ MAX_TIMESTAMP = -3
 
 @handles(ApiKey.LIST_OFFSETS, 1, 7)
 async def list_offsets(ctx: Context, header: RequestHeader, request: ListOffsetsRequest) -> ListOffsetsAnswer:
-    topics = []
+    topics: list[ListOffsetsTopicAnswer] = []
     for topic in request.topics:
         partitions = [await _list_one(ctx, topic.name, p) for p in topic.partitions]
         topics.append({"name": topic.name, "partitions": partitions})
@@ -85,7 +88,7 @@ async def _max_timestamp(ctx: Context, tp: TopicPartition) -> tuple[int, int]:
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4)
 async def offset_for_leader_epoch(ctx: Context, header: RequestHeader,
                                   request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochAnswer:
-    topics = []
+    topics: list[OffsetForLeaderEpochOffsetForLeaderTopicResultAnswer] = []
     for topic in request.topics:
         partitions = [_epoch_one(ctx, topic.topic, p) for p in topic.partitions]
         topics.append({"topic": topic.topic, "partitions": partitions})
@@ -108,7 +111,7 @@ def _epoch_one(ctx: Context, topic: str, wanted: OffsetForLeaderPartition) -> Of
 
 @handles(ApiKey.DELETE_RECORDS, 0, 2)
 async def delete_records(ctx: Context, header: RequestHeader, request: DeleteRecordsRequest) -> DeleteRecordsAnswer:
-    topics = []
+    topics: list[DeleteRecordsTopicResultAnswer] = []
     for topic in request.topics:
         partitions = [await _delete_one(ctx, topic.name, p) for p in topic.partitions]
         topics.append({"name": topic.name, "partitions": partitions})

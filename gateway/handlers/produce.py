@@ -21,10 +21,10 @@ import time
 from kio.schema.errors import ErrorCode
 
 from ...engine.api import Durability, Topic, TopicPartition, errors
-from ..context import Context
 from ...records.errors import InvalidBatch
 from ...records.header import stamp_log_append_time
 from ...records.validate import validate_produced
+from ..context import Context
 from ..mapping import batch_code, error_code
 from ..protocol.answers import PartitionProduceAnswer, ProduceAnswer, TopicProduceAnswer
 from ..protocol.apis import ApiKey
@@ -138,11 +138,11 @@ async def _persisted(ctx: Context, tp: TopicPartition, offset: int, answer: Part
     """Hold the answer until C covers `offset`; if that does not happen in time (the task
     is cancelled), the answer says REQUEST_TIMED_OUT."""
     kept = answer.copy()
-    answer.update(error_code=ErrorCode.request_timed_out, base_offset=-1, log_append_time=-1)
+    answer.update({"error_code": ErrorCode.request_timed_out, "base_offset": -1, "log_append_time": -1})
     try:
         await ctx.partitions.wait_persisted(tp, offset)
     except errors.EngineError as error:
-        answer.update(error_code=error_code(error))
+        answer.update({"error_code": error_code(error)})
         return
     answer.update(kept)
 

@@ -6,7 +6,6 @@ from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
 from ..context import Context
-
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from .api import Api, handles

@@ -155,7 +155,7 @@ def _names_in_any_version(cls: type) -> frozenset[str]:
     load = load_response_schema if cls.__module__.endswith(".response") else load_request_schema
     for version in range(KIO_VERSIONS_MAX + 1):
         try:
-            top = load(cls.__api_key__, version)
+            top = load(getattr(cls, "__api_key__"), version)  # noqa: B009 - kio sets it on every entity
         except Exception:  # noqa: BLE001 - kio raises several types for a version it lacks
             continue
         for entity in _entities(top):

@@ -16,9 +16,9 @@ from martlet.engine.settings import EngineSettings
 from martlet.engine.store.memory import MemoryStore
 from martlet.gateway.context import Context
 from martlet.gateway.dispatch import Dispatcher
-from martlet.gateway.registry import apis
 from martlet.gateway.protocol.codec import ProtocolError, build
 from martlet.gateway.protocol.framing import FrameError, FrameReader, frame
+from martlet.gateway.registry import apis
 from martlet.gateway.settings import GatewaySettings
 from tests.unit.gateway.protocol.test_codec import encode_request
 

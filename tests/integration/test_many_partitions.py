@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from martlet.engine.partitions import Durability, TopicPartition
+from martlet.engine import partitions as engine_partitions
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store.local import LocalStore
@@ -75,14 +75,15 @@ def test_the_memory_pool_stays_within_its_budget_across_ten_thousand_partitions(
             peak = 0
             for topic in range(TOPICS):
                 for partition in range(PER_TOPIC):
-                    engine.partitions.append(TopicPartition(f"t{topic}", partition),
-                                             *make_batch(record_count=4, payload=b"p" * 2000), Durability.MEMORY)
+                    engine.partitions.append(engine_partitions.TopicPartition(f"t{topic}", partition),
+                                             *make_batch(record_count=4, payload=b"p" * 2000),
+                                             engine_partitions.Durability.MEMORY)
                 await engine.flush()
                 peak = max(peak, engine.pool.used_bytes)
             assert peak <= BUDGET_BYTES, f"the pool held {peak} bytes, over its {BUDGET_BYTES}-byte budget"
             # 20 MB went in; what memory gave up is read back from the store
             for topic in (0, TOPICS // 2, TOPICS - 1):
-                data = await engine.partitions.read(TopicPartition(f"t{topic}", 7), 0, 1 << 20)
+                data = await engine.partitions.read(engine_partitions.TopicPartition(f"t{topic}", 7), 0, 1 << 20)
                 assert len(data) == len(make_batch(record_count=4, payload=b"p" * 2000)[0])
             assert engine.pool.used_bytes <= BUDGET_BYTES
         finally:

@@ -8,7 +8,6 @@ import crc32c
 import pytest
 
 from martlet.engine.api import TopicPartition
-
 from tests.integration.raw_client import batch_of_size, decode_response, encode_request, record_batch
 
 from .harness import NOW_MS, PRODUCE, Broker

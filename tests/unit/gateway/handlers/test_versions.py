@@ -5,8 +5,8 @@ import struct
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
-from martlet.gateway.registry import apis
 from martlet.gateway.protocol.codec import ProtocolError
+from martlet.gateway.registry import apis
 from tests.integration.raw_client import decode_response
 
 from .harness import API_VERSIONS, Broker
