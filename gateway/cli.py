@@ -23,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return bench_main(argv[1:])
     args = _parser().parse_args(argv)
+    if args.command == "config":
+        from .config_keys import defaults_toml
+
+        print(defaults_toml(), end="")
+        return 0
     return serve(args)
 
 
@@ -36,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--store", metavar="URL",
                            help="keep the data on HDFS: hdfs://HOST:PORT/PATH (default: local, in --data-dir)")
     serve_cmd.add_argument("--config", metavar="FILE", help="TOML config file")
+    commands.add_parser("config", help="print every config file key with its default")
     commands.add_parser("compat", help="compatibility suite and reference services (see: martlet compat -h)")
     commands.add_parser("bench", help="Martlet and Apache Kafka side by side (see: martlet bench -h)")
     return parser

@@ -1,31 +1,8 @@
 """`martlet serve` settings: defaults, then the TOML config file, then command-line flags.
 
-Config file (every key optional):
-
-    [gateway]
-    listen = "127.0.0.1:9092"
-    advertised = "127.0.0.1:9092"
-    data_dir = "./martlet-data"
-    store = "hdfs://127.0.0.1:8020/martlet"   # data on HDFS instead of data_dir
-    frame_bytes_max = 104857600
-    auto_create_topics = false
-    default_partitions = 1
-    fetch_wait_ms_max = 30000
-
-    [engine]
-    owner = "martlet"
-    retention_check_ms = 300000
-    memory_bytes = 268435456  # memory tails + block cache, shared by all partitions
-    commit_bytes = 1048576    # group commits: at most this much per write ...
-    commit_ms = 0             # ... after waiting this long to gather more (0: at once)
-
-    [groups]                  # consumer groups, see engine/groups/classic.py GroupLimits
-    initial_rebalance_delay_ms = 3000
-    session_timeout_ms_min = 6000
-
-    [topic_defaults]          # engine names, see engine/catalog/config.py
-    retention_ms = 604800000
-    flush_mode = "async"
+The config file has four sections, [gateway], [engine], [groups] and [topic_defaults]; every
+key is optional. gateway/config_keys.py lists each key with its default and meaning, and
+`martlet config` prints them as a file.
 """
 
 from __future__ import annotations

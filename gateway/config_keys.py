@@ -1,0 +1,113 @@
+"""Every key of the `martlet serve --config` file, with its default and what it does.
+
+`martlet config` prints this as a TOML file whose values are the defaults, and README.md's
+configuration section is that output (tests/unit/gateway/test_config_keys.py holds the two
+together and fails on a settings field without a note here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..engine.api import EngineSettings, GroupLimits, TopicConfig
+from .settings import GatewaySettings
+
+# [gateway]: the file's names; listen/advertised are HOST:PORT, data_dir and store are paths.
+GATEWAY_NOTES = {
+    "listen": "address to listen on; port 0 picks a free port",
+    "advertised": "address written into Metadata answers (default: the listen address)",
+    "data_dir": "where data lives; a second broker on a data dir in use refuses to start",
+    "store": 'keep the data on HDFS instead ("hdfs://HOST:PORT/PATH"); the data dir keeps the lock',
+    "frame_bytes_max": "larger requests close the connection (Kafka's socket.request.max.bytes)",
+    "auto_create_topics": "Kafka's auto.create.topics.enable",
+    "default_partitions": "partitions of an auto-created topic (Kafka's num.partitions)",
+    "fetch_wait_ms_max": "the longest a Fetch waits for data, whatever max_wait_ms asks",
+}
+ENGINE_NOTES = {
+    "owner": "owner part of resource names (owner#topic#uuid)",
+    "index_interval_bytes": "bytes of batches between two sparse index entries",
+    "retention_check_ms": "how often retention and offset expiry run",
+    "topic_partitions_max": "the most partitions one topic may have",
+    "offsets_retention_ms": "committed offsets of empty groups expire after this (Kafka's offsets.retention.minutes)",
+    "offsets_shards": "shards of committed offsets and group records; fixed when a data dir is first used",
+    "memory_bytes": "memory for unpersisted and cached data, shared by all partitions",
+    "commit_bytes": "the most one partition's group commit writes",
+    "commit_ms": "how long a group commit waits to gather more writes (0: the next loop turn)",
+    "persist_threads": "group commits running at once (store round trips)",
+    "read_threads": "reads from the store running at once",
+    "drain_ms": "how long a graceful stop waits for everything to be persisted",
+}
+GROUPS_NOTES = {
+    "session_timeout_ms_min": "Kafka's group.min.session.timeout.ms",
+    "session_timeout_ms_max": "Kafka's group.max.session.timeout.ms",
+    "initial_rebalance_delay_ms": "Kafka's group.initial.rebalance.delay.ms",
+    "group_size_max": "Kafka's group.max.size",
+}
+TOPIC_NOTES = {
+    "retention_ms": "retention.ms (-1: keep forever)",
+    "retention_bytes": "retention.bytes per partition (-1: no limit)",
+    "segment_bytes": "segment.bytes",
+    "segment_ms": "segment.ms",
+    "max_batch_bytes": "max.message.bytes: the largest batch a producer may send",
+    "flush_mode": '"sync": each commit is fsynced and acks=1 waits for it too (martlet.flush.mode)',
+    "timestamp_type": '"create" or "append" (message.timestamp.type CreateTime / LogAppendTime)',
+    "cleanup_policy": 'cleanup.policy; "delete" only, for now',
+}
+# Settings fields that are not keys of their section (sections of their own, or set by flags).
+NOT_KEYS = {"topic_defaults", "groups", "listen_host", "listen_port", "advertised_host", "advertised_port"}
+
+
+def defaults_toml() -> str:
+    """The whole config file with every key at its default, one comment per key."""
+    gateway = GatewaySettings()
+    gateway_values: dict[str, Any] = {
+        "listen": f"{gateway.listen_host}:{gateway.listen_port}", "advertised": Unset("HOST:PORT"),
+        "data_dir": "./martlet-data", "store": Unset("hdfs://HOST:PORT/PATH")}
+    sections = [
+        ("gateway", _values(gateway) | gateway_values, GATEWAY_NOTES),
+        ("engine", _values(EngineSettings()), ENGINE_NOTES),
+        ("groups", _values(GroupLimits()), GROUPS_NOTES),
+        ("topic_defaults", _values(TopicConfig()), TOPIC_NOTES),
+    ]
+    lines = []
+    for name, values, notes in sections:
+        lines.append(f"[{name}]")
+        width = max(len(_line(key, values[key])) for key in notes)
+        lines += [_line(key, values[key]).ljust(width) + f"  # {note}" for key, note in notes.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def undocumented() -> list[str]:
+    """Settings fields that have no note here (a test keeps this empty)."""
+    missing = [f"gateway.{name}" for name in _values(GatewaySettings()) if name not in GATEWAY_NOTES]
+    for section, settings, notes in (("engine", EngineSettings(), ENGINE_NOTES), ("groups", GroupLimits(), GROUPS_NOTES),
+                                     ("topic_defaults", TopicConfig(), TOPIC_NOTES)):
+        missing += [f"{section}.{name}" for name in _values(settings) if name not in notes]
+    return missing
+
+
+def _values(settings: Any) -> dict[str, Any]:
+    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings) if f.name not in NOT_KEYS}
+
+
+@dataclasses.dataclass(frozen=True)
+class Unset:
+    """A key without a default: shown commented out, with an example value."""
+
+    example: str
+
+
+def _line(key: str, value: Any) -> str:
+    if isinstance(value, Unset):
+        return f"# {key} = {_toml(value.example)}"
+    return f"{key} = {_toml(value)}"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
