@@ -27,7 +27,7 @@ from .store.base import Store
 from .store.cache import CachedStore
 from .topics import PartitionOpener, Topics
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 CLUSTER_ID_PATH = "cluster-id"
 
 
@@ -79,7 +79,7 @@ class Engine:
         partitions = list(self.partitions.opened())
         if not await self.persister.drain(partitions, self.settings.drain_ms / 1000):
             lost = sum(p.tail.unpersisted_bytes for p in partitions)
-            log.error("closing with %d bytes not persisted: the store did not take them in time", lost)
+            logger.error("closing with %d bytes not persisted: the store did not take them in time", lost)
         for partition in partitions:
             partition.close()
             partition.close_log()
@@ -101,7 +101,7 @@ class Engine:
             self.groups.expire_offsets()
             deleted = await self.partitions.apply_retention()
             if deleted:
-                log.info("retention deleted %d segments", deleted)
+                logger.info("retention deleted %d segments", deleted)
 
 
 def _cluster_id(store: Store) -> str:

@@ -51,7 +51,7 @@ class PartitionOpener:
                          index_interval_bytes=self.index_interval_bytes)
 
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class Topics:
@@ -185,7 +185,7 @@ class Topics:
             try:
                 partition.close_log()
             except OSError as error:  # its files may be gone with the topic already
-                log.info("closing %s of a deleted topic: %s", partition.path, error)
+                logger.info("closing %s of a deleted topic: %s", partition.path, error)
         opened = []
         for topic in changes.created:
             opened += self._open_partitions(topic, range(topic.partition_count))

@@ -15,7 +15,7 @@ from .registry import apis
 from .server import Server
 from .settings import GatewaySettings
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 LOCK_PATH = "serve.lock"
 
 
@@ -73,7 +73,7 @@ async def run_until_signalled(broker: Broker, ready: asyncio.Event | None = None
     host, port = await broker.start()
     print(f"martlet listening on {host}:{port}", flush=True)
     await stop.wait()
-    log.info("stopping: closing connections and flushing partitions")
+    logger.info("stopping: closing connections and flushing partitions")
     await broker.stop()
 
 

@@ -20,7 +20,7 @@ from .dispatch import Dispatcher
 from .protocol.codec import ProtocolError
 from .protocol.framing import FrameError, FrameReader
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 READ_AHEAD_BYTES = 4 << 20  # whole frames read but not yet handled, per connection
 
 
@@ -80,7 +80,7 @@ class Connection(asyncio.BufferedProtocol):
         try:
             frames = self.reader.filled(nbytes)
         except FrameError as error:
-            log.warning("closing connection from %s: %s", self.peer, error)
+            logger.warning("closing connection from %s: %s", self.peer, error)
             self.abort()
             return
         if frames:
@@ -128,16 +128,16 @@ class Connection(asyncio.BufferedProtocol):
                     self.transport.writelines(response)  # records go out without being joined
                     await self._writable.wait()
             if self.reader.pending_bytes:
-                log.warning("closing connection from %s: it ended inside a frame (%d bytes pending)",
+                logger.warning("closing connection from %s: it ended inside a frame (%d bytes pending)",
                             self.peer, self.reader.pending_bytes)
         except asyncio.CancelledError:
             pass  # stop() ends connections mid-request (a long-polling Fetch, a waiting JoinGroup)
         except ProtocolError as error:
-            log.warning("closing connection from %s: %s", self.peer, error)
+            logger.warning("closing connection from %s: %s", self.peer, error)
         except ConnectionError:
             pass
         except Exception:
-            log.exception("closing connection from %s after an internal error", self.peer)
+            logger.exception("closing connection from %s after an internal error", self.peer)
         finally:
             if self.transport is not None:
                 self.transport.close()

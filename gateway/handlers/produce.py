@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 
 from kio.schema.errors import ErrorCode
@@ -33,7 +32,6 @@ from ..protocol.produce_wire import PartitionData, ProduceRequest, TopicData, de
 from .api import Codec, handles
 from .common import millis
 
-log = logging.getLogger(__name__)
 ACKS_ALLOWED = (0, 1, -1)
 DURABILITY = {0: Durability.MEMORY, 1: Durability.MEMORY, -1: Durability.PERSISTED}
 
