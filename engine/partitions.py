@@ -47,7 +47,7 @@ class PartitionInfo:
 
     session: int  # S; Kafka's leader epoch
     start_offset: int
-    high_watermark: int  # the checkpoint C: consumers read below it
+    checkpoint: int  # C: every offset below it is persisted; consumers read below it (Kafka's high watermark)
     end_offset: int  # the next offset to assign
 
 
@@ -76,7 +76,7 @@ class Partitions:
 
     def info(self, tp: TopicPartition) -> PartitionInfo:
         partition = self._get(tp)
-        return PartitionInfo(partition.session, partition.start_offset, partition.high_watermark,
+        return PartitionInfo(partition.session, partition.start_offset, partition.checkpoint,
                              partition.end_offset)
 
     def end_offset_for(self, tp: TopicPartition, session: int) -> tuple[int, int]:
@@ -125,7 +125,7 @@ class Partitions:
     # -- reading data
 
     async def read(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes | bytearray:
-        """Whole batches below the high watermark (C) from `offset`: memory, else the store."""
+        """Whole batches below the checkpoint C from `offset`: memory, else the store."""
         partition = self._get(tp)
         data = partition.read_memory(offset, max_bytes)
         if data is not None:
@@ -133,12 +133,12 @@ class Partitions:
         return await self._off_loop(partition.read_stored, offset, max_bytes, partition.checkpoint)
 
     async def wait_for_data(self, watched: Iterable[tuple[TopicPartition, int]], timeout_ms: int) -> None:
-        """Return once any watched partition's high watermark passes its offset, or on timeout."""
+        """Return once any watched partition's checkpoint C passes its offset, or on timeout."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         keys = []
         for tp, offset in watched:
             partition = self._open.get(tp)
-            if partition is None or partition.high_watermark > offset:
+            if partition is None or partition.checkpoint > offset:
                 return
             keys.append(tp)
             self._waiters.setdefault(tp, set()).add(future)
@@ -159,10 +159,10 @@ class Partitions:
         return await self._off_loop(self._get(tp).max_timestamp_batch)
 
     async def delete_records(self, tp: TopicPartition, before_offset: int) -> int:
-        """Make offsets below `before_offset` (-1: the high watermark) unreadable; the new
+        """Make offsets below `before_offset` (-1: the checkpoint C) unreadable; the new
         start offset. OffsetOutOfRange past C."""
         partition = self._get(tp)
-        before = partition.high_watermark if before_offset == -1 else before_offset
+        before = partition.checkpoint if before_offset == -1 else before_offset
         return await self._off_loop(partition.delete_records, before)
 
     # -- the engine's side: opening, closing, retention

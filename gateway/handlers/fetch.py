@@ -87,7 +87,7 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> F
 
 def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None,
             records: bytes | bytearray = b"") -> FetchPartitionDataAnswer:
-    high_watermark = info.high_watermark if info else -1
+    high_watermark = info.checkpoint if info else -1  # C is the high watermark (and, without transactions, the LSO)
     return {"partition_index": item.tp.partition, "error_code": code, "high_watermark": high_watermark,
             "last_stable_offset": high_watermark, "log_start_offset": info.start_offset if info else -1,
             "aborted_transactions": [], "preferred_read_replica": -1, "records": records}

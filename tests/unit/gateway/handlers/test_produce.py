@@ -175,7 +175,7 @@ def _answered_with_checkpoint(broker: Broker, topic: str, acks: int) -> tuple[in
         raw = encode_request(broker.request(PRODUCE, 9, body), 7, "unit")
         answer = await broker.dispatcher.handle(raw[4:])
         info = broker.engine.partitions.info(tp)
-        seen.update(checkpoint=info.high_watermark, end=info.end_offset)
+        seen.update(checkpoint=info.checkpoint, end=info.end_offset)
         _, decoded = decode_response(b"".join(answer)[4:], PRODUCE, 9)
         seen["error"] = one(decoded).error_code
 
