@@ -1,3 +1,5 @@
+import uuid
+
 import pytest
 
 from martlet.engine.catalog.catalog import Catalog
@@ -62,3 +64,12 @@ def test_resource_name_round_trip():
     assert ResourceName.parse(str(name)) == name
     with pytest.raises(InvalidName):
         ResourceName.parse("o#n")
+
+
+def test_resource_names_take_their_uuid_from_the_injected_source():
+    uids = iter([uuid.UUID(int=1), uuid.UUID(int=2)])
+    catalog = Catalog(MemoryStore(), "alice", new_uuid=lambda: next(uids))
+    first = catalog.create("a", 1, TopicConfig(), frozenset(), 0)
+    second = catalog.create("b", 1, TopicConfig(), frozenset(), 0)
+    assert str(first.resource) == "alice#a#00000000-0000-0000-0000-000000000001"
+    assert second.resource.uid == uuid.UUID(int=2)
