@@ -40,11 +40,12 @@ class Engine:
         self.clock = clock or SystemClock()
         self.catalog = Catalog(store, settings.owner, settings.topic_partitions_max)
         self.producer_ids = ProducerIds(store)
-        self.pool = MemoryPool(settings.memory_bytes)
-        self.logs_store = CachedStore(store, self.pool.reclaim_soon)
+        self.pool = MemoryPool(settings.memory_bytes, self.clock.monotonic)
+        self.logs_store = CachedStore(store, self.pool.reclaim_soon, monotonic=self.clock.monotonic)
         self.pool.attach_blocks(self.logs_store)
         self.persister = Persister(settings.commit_bytes, settings.commit_ms, settings.persist_threads,
-                                   self.clock.now_ms, inline=not getattr(store, "slow_writes", True))
+                                   self.clock, inline=not getattr(store, "slow_writes", True),
+                                   publish_ms=settings.checkpoint_publish_ms)
         self._readers = Workers(settings.read_threads, "martlet-read")
         self._partitions: dict[PartitionKey, Partition] = {}
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}

@@ -23,3 +23,4 @@ class EngineSettings:
     persist_threads: int = 4                    # group commits running at once (store round trips)
     read_threads: int = 2                       # reads from the store running at once
     drain_ms: int = 30_000                      # a graceful stop waits this long for persisting
+    checkpoint_publish_ms: int = 1000           # a partition's C is published for outside readers at most this often
