@@ -14,7 +14,7 @@ from typing import Any
 from .catalog.catalog import Catalog, topic_dir
 from .catalog.config import TopicConfig
 from .catalog.topic import Topic
-from .clock import SystemClock
+from .clock import Clock, SystemClock
 from .errors import UnknownPartition
 from .groups.service import Groups
 from .log.batch import BatchHeader
@@ -34,7 +34,7 @@ PartitionKey = tuple[str, int]
 
 
 class Engine:
-    def __init__(self, store: Store, settings: EngineSettings, clock: Any = None) -> None:
+    def __init__(self, store: Store, settings: EngineSettings, clock: Clock | None = None) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock or SystemClock()

@@ -213,7 +213,7 @@ class Persister:
 
     def _to_publish(self, partition: Partition) -> None:
         """Event loop, after C moved: publish it with the next sweep."""
-        if partition.checkpoint == partition.published_checkpoint:
+        if partition in self._unpublished or partition.checkpoint == partition.published_checkpoint:
             return
         self._unpublished[partition] = None
         self._arm_publish()
@@ -275,6 +275,8 @@ class Persister:
             timer.cancel()
 
     def _wake_drain(self) -> None:
+        if not self._progress:
+            return
         waiting, self._progress = self._progress, []
         for future in waiting:
             if not future.done():
