@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from martlet.engine.catalog.catalog import topic_dir
+from martlet.engine.clock import ManualClock
 from martlet.engine.errors import CorruptBatch, OffsetOutOfRange
 from martlet.engine.log.batch import HEADER_BYTES, crc_ok, iter_batches
 from martlet.engine.log.config import LogConfig
@@ -249,26 +250,33 @@ def test_reading_while_the_engine_writes_sees_whole_batches_below_c_in_order(sto
     broker, reader_store = stores
     count = 150
     sent = [batch(n) for n in range(count)]
-    settings = EngineSettings(checkpoint_publish_ms=1)
+    clock = ManualClock(1_000_000)  # publish sweeps run when the writer below moves it
+    settings = EngineSettings(checkpoint_publish_ms=100)
 
-    async def produce(engine: Engine) -> None:
+    async def produce(engine: Engine, follower: Follower) -> None:
         partition = engine.partition("t", 0)
         for number, (data, header) in enumerate(sent):
             offset = engine.append("t", 0, bytearray(data), header)
             if number % 7 == 6:
                 await partition.wait_persisted(offset)  # commits interleave with appends
             if number % 10 == 9:
-                await asyncio.sleep(0.002)  # let a publish sweep run now and then (not a synchronisation)
+                clock.advance(settings.checkpoint_publish_ms)  # a sweep publishes C (on a worker)
+                await asyncio.sleep(0)  # one loop turn, for the sweep's completion to come in
+            if number % 50 == 49:  # now and then, let the reader catch up with the broker paused
+                assert await engine.flush(30)  # commits and the publish sweep are done
+                visible = visible_end(broker, reader_store, follower.path, partition.published_checkpoint)
+                caught_up = asyncio.get_running_loop().run_in_executor(None, follower.wait_for, visible)
+                assert await caught_up, f"the reader did not reach offset {visible}"
         assert await engine.flush(30)
 
     async def scenario() -> tuple[list[bytes], int]:
-        engine = Engine(broker, settings)
+        engine = Engine(broker, settings, clock)
         engine.open()
         topic = engine.create_topic("t", 1, {"segment_bytes": 2000})
         follower = Follower(reader_store, f"{topic_dir(topic)}/0")
         follower.start()
-        await produce(engine)
-        await engine.close()
+        await asyncio.wait_for(produce(engine, follower), FOLLOW_S)
+        await asyncio.wait_for(engine.close(), FOLLOW_S)  # publishes the final C
         return follower.finish(), follower.seen_while_writing
 
     with caplog.at_level(logging.WARNING):
@@ -276,6 +284,15 @@ def test_reading_while_the_engine_writes_sees_whole_batches_below_c_in_order(sto
     assert found == [bytes(data[HEADER_BYTES:]) for data, _ in sent]
     assert seen_while_writing > 0  # the reader did read while the broker wrote
     assert not [r for r in caplog.records if "failed" in r.getMessage()]  # the broker's writes never broke
+
+
+def visible_end(broker: Store, reader_store: Store, path: str, published: int) -> int:
+    """How far a reader can get: C, but on HDFS only the sealed segments (the broker holds
+    the active one open, and a read-only reader sees nothing of an open file)."""
+    if not isinstance(reader_store, HdfsStore):
+        return published
+    bases = [int(name[: -len(LOG_SUFFIX)]) for name in broker.list(path) if name.endswith(LOG_SUFFIX)]
+    return max(base for base in bases if base <= published)
 
 
 class Follower(threading.Thread):
@@ -288,12 +305,24 @@ class Follower(threading.Thread):
         self.found: list[bytes] = []
         self.seen_while_writing = 0
         self.error: BaseException | None = None
+        self.offset = 0  # the next offset to read
+        self.stopped = False
+        self._moved = threading.Condition()
 
     def run(self) -> None:
         try:
             self._follow()
         except BaseException as error:  # noqa: BLE001 - handed to the test
             self.error = error
+        with self._moved:
+            self.stopped = True
+            self._moved.notify_all()
+
+    def wait_for(self, offset: int) -> bool:
+        """Block until the reader has read up to `offset` (False if it failed or timed out)."""
+        with self._moved:
+            self._moved.wait_for(lambda: self.offset >= offset or self.stopped, FOLLOW_S)
+            return self.offset >= offset
 
     def _follow(self) -> None:
         reader = open_readonly(self.store, self.path)
@@ -309,6 +338,9 @@ class Follower(threading.Thread):
                 offset = last_next_offset(data)
                 if not last_round:
                     self.seen_while_writing += 1
+                with self._moved:
+                    self.offset = offset
+                    self._moved.notify_all()
             if last_round:
                 assert offset == reader.checkpoint
                 return
