@@ -91,7 +91,10 @@ class Persister:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_urgent = urgent
-        self._timer = loop.call_soon(self._flush) if urgent else self.clock.call_later(self.commit_ms / 1000, self._flush)
+        if urgent:
+            self._timer = loop.call_soon(self._flush)
+        else:
+            self._timer = self.clock.call_later(self.commit_ms / 1000, self._flush)
 
     # -- commits -----------------------------------------------------------------------------
 
@@ -208,6 +211,7 @@ class Persister:
     def _finish(self, partition: Partition) -> None:
         partition.persisting = False
         self._retry_ms.pop(partition, None)
+        self._wake_drain()  # e.g. a partition closed while its retry was pending
 
     # -- publishing C ----------------------------------------------------------------------
 
