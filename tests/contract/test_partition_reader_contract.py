@@ -400,3 +400,21 @@ def test_a_damaged_batch_below_c_ends_the_read_before_it_and_is_raised_when_aske
 
 def _bases(store: Store) -> list[int]:
     return [int(name[: -len(LOG_SUFFIX)]) for name in store.list(DIR) if name.endswith(LOG_SUFFIX)]
+
+
+def test_offsets_deleted_by_the_broker_are_out_of_range(stores):
+    broker, reader_store = stores
+    write_log(broker, 40, segment_bytes=600)
+    reader = open_readonly(reader_store, DIR)
+    first, second = reader.segments()[:2]
+    assert reader.read(first, 100)
+    log = PartitionLog.open(broker, DIR, LogConfig(segment_bytes=600, index_interval_bytes=200), lambda: 1_000)
+    log.delete_records(second)  # the broker moves the start and deletes the first segment
+    log.close()
+    with pytest.raises(OffsetOutOfRange):
+        reader.read(first, 100)  # the segment is gone, though the reader's start is stale
+    reader.refresh()
+    assert reader.start_offset == second
+    with pytest.raises(OffsetOutOfRange):
+        reader.read(first, 100)
+    assert reader.read(second, 100)

@@ -285,3 +285,21 @@ def test_reopening_after_a_crash_publishes_the_recovered_c():
         assert read_published(store, "t-0") == (6, 6) == (again.checkpoint, again.checkpoint)
 
     run(scenario)
+
+
+def test_drain_ends_when_a_partition_waiting_for_a_retry_is_closed():
+    store = FlakyStore()
+
+    async def scenario(persister, clock):
+        partition = open_partition(store, MemoryPool(1 << 20))
+        store.down = True
+        append(partition, persister, 1)
+        await clock.wait_for_timer(SOON_MS)  # the commit failed; its retry is armed
+        drained = asyncio.ensure_future(persister.drain([partition], timeout_s=60))
+        await asyncio.sleep(0)
+        store.down = False
+        partition.close()  # its unpersisted data is given up
+        await clock.next_timer(SOON_MS)  # the retry finds it closed
+        assert await drained is True  # without waiting for the drain's 60 s
+
+    run(scenario)
