@@ -269,7 +269,6 @@ class Partition:
                 future.set_exception(PartitionClosed(f"{self.path} closed before the write was persisted"))
         self._checkpoint_waiters.clear()
 
-
     def _publish_final(self) -> None:
         """On close: publish the last C unless it is published already (or the store hangs)."""
         if self.checkpoint == self.published_checkpoint or not self._publish_lock.acquire(timeout=CLOSE_WAIT_S):
