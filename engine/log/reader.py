@@ -6,11 +6,12 @@ at this moment, so what looks torn at the end of a file may be a write in progre
 the broker may cut it. The reader therefore goes through a ReadOnlyStore (any writing call
 fails) and trusts two things only:
 
-- how far it may read: the broker's published checkpoint C (files.CHECKPOINT_FILE; LSO, the
-  last stable offset, beside it), at most `checkpoint_publish_ms` plus a sweep behind the
-  broker's C. A file's size is never taken as the end: bytes past C may be unpersisted,
-  half written or about to be cut. `refresh` reads the published line again; until then
-  reads stop at the C read last (open reads it once). Nothing published yet means C = 0.
+- how far it may read: the broker's published checkpoint C (the name of the partition's
+  `checkpoint-<C>-<LSO>` file, files.py; LSO is the last stable offset), at most
+  `checkpoint_publish_ms` plus a sweep behind the broker's C. A file's size is never taken
+  as the end: bytes past C may be unpersisted, half written or about to be cut. `refresh`
+  lists the directory again; until then reads stop at the C seen last (open looks once).
+  Nothing published yet means C = 0.
 - the batches themselves: every batch returned is whole, has magic 2, the base offset that
   follows its predecessor (no gaps) and a correct CRC32C.
 
@@ -43,7 +44,6 @@ from .index import IndexInvalid, OffsetIndex
 
 CHUNK_BYTES_MIN = 64 << 10  # a read fetches at least this much of a segment at a time
 CHUNK_BYTES_MAX = 8 << 20  # and at most this much, unless one batch is bigger
-PUBLISHED_READ_TRIES = 3  # the checkpoint file may be replaced while read (HDFS): try again
 
 
 @dataclass(frozen=True)
@@ -71,21 +71,9 @@ class LogReader:
         self.refresh()
 
     def refresh(self) -> None:
-        """Read the published C and LSO, and the log start offset, again."""
-        self.checkpoint, self.last_stable = self._read_published()
+        """Look up the published C and LSO, and the log start offset, again."""
+        self.checkpoint, self.last_stable = read_published(self.store, self.path) or (0, 0)
         self.start_offset = read_start_offset(self.store, self.path)
-
-    def _read_published(self) -> tuple[int, int]:
-        for _ in range(PUBLISHED_READ_TRIES - 1):
-            try:
-                return self._published_once()
-            except (OSError, ValueError):
-                continue  # replaced while read (HDFS): the next try reads the new file
-        return self._published_once()
-
-    def _published_once(self) -> tuple[int, int]:
-        published = read_published(self.store, self.path)
-        return published if published is not None else (0, 0)
 
     def segments(self) -> list[int]:
         """Base offsets of the segments on the store, oldest first."""

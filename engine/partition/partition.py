@@ -6,13 +6,13 @@ offsets below C only (the high watermark), from memory when it still holds them 
 the store otherwise. S is new on every load, so a writer that saw an earlier load learns
 that what it sent above C may be gone.
 
-C is also published in the partition's `checkpoint` file for readers in other processes
-(engine/log/reader.py): by the persister's sweeps while the partition is open, on open when
+C is also published in the partition's `checkpoint-<C>-<LSO>` file name for readers in other
+processes (engine/log/files.py, engine/log/reader.py): by the persister's sweeps while the partition is open, on open when
 the file is behind the recovered log, and on close.
 
 Threads: the event loop owns the tail, C and the waiters; the log is used under `lock`,
 from the loop (cheap calls) and from worker threads (persisting, store reads, retention);
-the checkpoint file is written under a lock of its own, so that two writes never mix.
+the checkpoint file is renamed under a lock of its own, so that two publishes never race.
 """
 
 from __future__ import annotations
@@ -72,10 +72,7 @@ class Partition:
         """Bring the published C in line with the recovered log: behind it after a crash
         (publishing lags), ahead of it only if the store lost persisted data. A new, empty
         partition has no file and needs none (readers take a missing file as C = 0)."""
-        try:
-            published = read_published(self.store, self.path)
-        except ValueError:
-            published = None  # damaged: write it again
+        published = read_published(self.store, self.path)
         self.published_checkpoint = published[0] if published is not None else 0
         if self.published_checkpoint != self.checkpoint:
             self.publish_checkpoint(self.checkpoint)

@@ -21,8 +21,8 @@ fresh worker takes its place, and the reopened log no longer shares anything wit
 
 C is also published for readers in other processes (engine/log/reader.py): when C moves, the
 partition joins a set of unpublished ones, and `publish_ms` after the first of them (a
-setting, `checkpoint_publish_ms`) one sweep writes each one's C to its `checkpoint` file on
-the worker threads. Sweeps run one at a time, so a partition's file is rewritten at most
+setting, `checkpoint_publish_ms`) one sweep renames each one's checkpoint file to its new C
+on the worker threads (engine/log/files.py). Sweeps run one at a time, so a partition's file is rewritten at most
 every publish_ms, and a published C lags the real one by at most publish_ms plus two sweeps.
 A failed write is retried by the next sweep; Partition.close publishes the final C.
 

@@ -23,7 +23,7 @@ from martlet.engine.clock import ManualClock
 from martlet.engine.errors import CorruptBatch, OffsetOutOfRange
 from martlet.engine.log.batch import HEADER_BYTES, crc_ok, iter_batches
 from martlet.engine.log.config import LogConfig
-from martlet.engine.log.files import CHECKPOINT_FILE, LOG_SUFFIX, offset_file, write_published
+from martlet.engine.log.files import CHECKPOINT_PREFIX, LOG_SUFFIX, offset_file, write_published
 from martlet.engine.log.log import PartitionLog
 from martlet.engine.log.reader import LogReader, open_readonly
 from martlet.engine.service import Engine
@@ -196,7 +196,8 @@ def test_the_read_only_store_refuses_writes_and_hdfs_must_be_read_only(stores):
 def test_nothing_is_readable_before_c_is_published(stores):
     broker, reader_store = stores
     write_log(broker, 5)
-    broker.delete(f"{DIR}/{CHECKPOINT_FILE}")
+    [published] = [name for name in broker.list(DIR) if name.startswith(CHECKPOINT_PREFIX)]
+    broker.delete(f"{DIR}/{published}")
     reader = open_readonly(reader_store, DIR)
     assert (reader.checkpoint, reader.last_stable) == (0, 0)
     assert reader.read(0, 1 << 20) == b""
