@@ -18,7 +18,7 @@ from .clock import Clock, SystemClock
 from .cluster import ClusterView, EmbeddedCluster, NodeIdentity
 from .groups.service import Groups
 from .partition.memory import MemoryPool
-from .partition.persister import Persister
+from .partition.persister import FlushLimits, Persister
 from .partitions import Partitions
 from .producer_ids import ProducerIds
 from .settings import EngineSettings
@@ -39,11 +39,12 @@ class Engine:
         self.clock: Clock = clock or SystemClock()
         self.cluster: ClusterView = cluster or EmbeddedCluster()  # who serves what (engine/cluster.py)
         self.producer_ids = ProducerIds(store)
-        self.pool = MemoryPool(settings.memory_bytes)
-        logs_store = CachedStore(store, self.pool.reclaim_soon)
+        self.pool = MemoryPool(settings.memory_bytes, self.clock.monotonic)
+        logs_store = CachedStore(store, self.pool.reclaim_soon, monotonic=self.clock.monotonic)
         self.pool.attach_blocks(logs_store)
-        self.persister = Persister(settings.commit_bytes, settings.commit_ms, settings.persist_threads,
-                                   self.clock.now_ms, inline=not getattr(store, "slow_writes", True))
+        limits = FlushLimits(flush_bytes=settings.flush_bytes, flush_ms=settings.flush_ms,
+                             threads=settings.flush_threads, publish_ms=settings.checkpoint_publish_ms)
+        self.persister = Persister(limits, self.clock, inline=not getattr(store, "slow_writes", True))
         self.partitions = Partitions(self.persister, self.pool, settings.read_threads,
                                      lambda tp: self.cluster.owns(tp.topic, tp.partition))
         opener = PartitionOpener(logs_store, self.pool, settings.index_interval_bytes, self.clock.now_ms)

@@ -95,9 +95,15 @@ def with_listen(config: ServeConfig, text: str) -> ServeConfig:
     return replace(config, gateway=replace(config.gateway, listen_host=host, listen_port=port))
 
 
+# Keys renamed since they were first documented: the file gets a clear error, not a guess.
+RENAMED = {"commit_bytes": "flush_bytes", "commit_ms": "flush_ms", "persist_threads": "flush_threads"}
+
+
 def _fill(settings: Any, values: dict[str, Any], section: str) -> Any:
     known = {f.name: f for f in dataclasses.fields(settings)}
     for name, value in values.items():
+        if name in RENAMED:
+            raise ConfigError(f"[{section}]: {name!r} is now called {RENAMED[name]!r}")
         if name not in known or name in ("topic_defaults", "groups"):
             raise ConfigError(f"[{section}]: unknown key {name!r}")
         if type(value) is not type(getattr(settings, name)):

@@ -8,10 +8,13 @@ together and fails on a settings field without a note here).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig
 from .settings import GatewaySettings
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # [gateway]: the file's names; listen/advertised are HOST:PORT, data_dir and store are paths.
 GATEWAY_NOTES = {
@@ -32,11 +35,12 @@ ENGINE_NOTES = {
     "offsets_retention_ms": "committed offsets of empty groups expire after this (Kafka's offsets.retention.minutes)",
     "offsets_shards": "shards of committed offsets and group records; fixed when a data dir is first used",
     "memory_bytes": "memory for unpersisted and cached data, shared by all partitions",
-    "commit_bytes": "the most one partition's group commit writes",
-    "commit_ms": "how long a group commit waits to gather more writes (0: the next loop turn)",
-    "persist_threads": "group commits running at once (store round trips)",
+    "flush_bytes": "the most one partition's flush (a group commit to the store) writes",
+    "flush_ms": "how long a flush waits to gather more writes (0: the next loop turn)",
+    "flush_threads": "flushes running at once (store round trips)",
     "read_threads": "reads from the store running at once",
     "drain_ms": "how long a graceful stop waits for everything to be persisted",
+    "checkpoint_publish_ms": "how often each partition's C is published for outside readers",
 }
 GROUPS_NOTES = {
     "session_timeout_ms_min": "Kafka's group.min.session.timeout.ms",
@@ -61,7 +65,7 @@ NOT_KEYS = {"topic_defaults", "groups", "listen_host", "listen_port", "advertise
 def defaults_toml() -> str:
     """The whole config file with every key at its default, one comment per key."""
     gateway = GatewaySettings()
-    gateway_values: dict[str, Any] = {
+    gateway_values: dict[str, object] = {
         "listen": f"{gateway.listen_host}:{gateway.listen_port}", "advertised": Unset("HOST:PORT"),
         "data_dir": "./martlet-data", "store": Unset("hdfs://HOST:PORT/PATH")}
     sections = [
@@ -88,7 +92,7 @@ def undocumented() -> list[str]:
     return missing
 
 
-def _values(settings: Any) -> dict[str, Any]:
+def _values(settings: DataclassInstance) -> dict[str, object]:
     return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings) if f.name not in NOT_KEYS}
 
 
@@ -99,13 +103,13 @@ class Unset:
     example: str
 
 
-def _line(key: str, value: Any) -> str:
+def _line(key: str, value: object) -> str:
     if isinstance(value, Unset):
         return f"# {key} = {_toml(value.example)}"
     return f"{key} = {_toml(value)}"
 
 
-def _toml(value: Any) -> str:
+def _toml(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):

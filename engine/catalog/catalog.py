@@ -19,7 +19,8 @@ never changed in place but replaced whole, so a reader iterates a consistent sna
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..errors import InvalidPartitionCount, TopicExists, UnknownTopic
@@ -74,8 +75,10 @@ def compare(before: dict[str, Topic], after: dict[str, Topic]) -> CatalogChanges
 
 
 class Catalog:
-    def __init__(self, store: Store, owner: str, partitions_max: int = SLOTS) -> None:
+    def __init__(self, store: Store, owner: str, partitions_max: int = SLOTS,
+                 new_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
         self.store = store
+        self.new_uuid = new_uuid  # injected, so tests can name resources deterministically
         self.owner = owner
         self.partitions_max = min(partitions_max, SLOTS)
         self._topics: dict[str, Topic] = {}
@@ -128,7 +131,7 @@ class Catalog:
             raise TopicExists(f"topic {name!r} already exists")
         self._check_count(partitions)
         config.check()
-        topic = Topic(ResourceName.new(self.owner, name), 1, tuple(initial_ranges(partitions)),
+        topic = Topic(ResourceName.new(self.owner, name, self.new_uuid), 1, tuple(initial_ranges(partitions)),
                       config, overrides, now_ms)
         self.store.mkdir(topic_dir(topic))
         self._save(topic)

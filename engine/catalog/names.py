@@ -3,13 +3,15 @@
 A topic's resource name is `owner#name#uuid` (as in Talos): the uuid is new every time a
 topic is created, so a deleted and re-created topic is a different resource. Names use
 the characters [A-Za-z0-9._-], at most 249 of them, and are neither "." nor "..", so every
-name is also a safe file name and never contains the `#` separator.
+name is also a safe file name and never contains the `#` separator. The uuid comes from an
+injected `new_uuid` (uuid4 unless a test passes its own).
 """
 
 from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import InvalidName
@@ -39,10 +41,10 @@ class ResourceName:
     uid: uuid.UUID
 
     @classmethod
-    def new(cls, owner: str, name: str) -> ResourceName:
+    def new(cls, owner: str, name: str, new_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> ResourceName:
         check_owner(owner)
         check_name(name)
-        return cls(owner, name, uuid.uuid4())
+        return cls(owner, name, new_uuid())
 
     @classmethod
     def parse(cls, text: str) -> ResourceName:

@@ -13,7 +13,9 @@ tells the pool through `call_soon_threadsafe`.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -35,10 +37,11 @@ class BlockSource(Protocol):
 
 
 class MemoryPool:
-    def __init__(self, budget_bytes: int) -> None:
+    def __init__(self, budget_bytes: int, monotonic: Callable[[], float] = time.monotonic) -> None:
         if budget_bytes <= 0:
             raise ValueError("the memory budget must be positive")
         self.budget_bytes = budget_bytes
+        self.monotonic = monotonic  # the clock of "last read", shared with the block cache
         self.unpersisted_bytes = 0
         self.tail_bytes = 0  # persisted bytes held by tails
         self._tails: OrderedDict[Reclaimable, float] = OrderedDict()  # least recently read first
@@ -62,16 +65,16 @@ class MemoryPool:
         if self.used_bytes > self.budget_bytes:
             self.reclaim()
 
-    def persisted(self, tail: Reclaimable, size: int, now: float) -> None:
+    def persisted(self, tail: Reclaimable, size: int) -> None:
         """`size` bytes of `tail` reached the store; they become reclaimable."""
         self.unpersisted_bytes -= size
         self.tail_bytes += size
-        self.read(tail, now)
+        self.read(tail)
         self.reclaim()
         self._wake()
 
-    def read(self, tail: Reclaimable, now: float) -> None:
-        self._tails[tail] = now
+    def read(self, tail: Reclaimable) -> None:
+        self._tails[tail] = self.monotonic()
         self._tails.move_to_end(tail)
 
     def forget(self, tail: Reclaimable, unpersisted: int) -> None:

@@ -6,8 +6,13 @@ offsets below C only (the high watermark), from memory when it still holds them 
 the store otherwise. S is new on every load, so a writer that saw an earlier load learns
 that what it sent above C may be gone.
 
+C is also published in the partition's `checkpoint-<C>-<LSO>` file name for readers in other
+processes (engine/log/files.py, engine/log/reader.py): by the persister's sweeps while the partition is open, on open when
+the file is behind the recovered log, and on close.
+
 Threads: the event loop owns the tail, C and the waiters; the log is used under `lock`,
-from the loop (cheap calls) and from worker threads (persisting, store reads, retention).
+from the loop (cheap calls) and from worker threads (persisting, store reads, retention);
+the checkpoint file is renamed under a lock of its own, so that two publishes never race.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Callable
 
 from ...records.build import build_control_batch
@@ -23,6 +27,7 @@ from ...records.control import ControlType
 from ...records.header import BatchHeader, iter_batches, parse_header, set_base_offset, set_leader_epoch
 from ..errors import OffsetOutOfRange, PartitionClosed, StaleSession
 from ..log.config import LogConfig
+from ..log.files import read_published, write_published
 from ..log.log import PartitionLog, check_handed
 from ..log.producers import ProducerState
 from ..store.base import Store
@@ -50,6 +55,8 @@ class Partition:
         self.persisting = False  # the persister's flag: a commit is scheduled or running
         self.on_checkpoint: Callable[[Partition], None] = lambda partition: None
         self._checkpoint_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.published_checkpoint = 0  # the C last written to (or found in) the checkpoint file
+        self._publish_lock = threading.Lock()
 
     @classmethod
     def open(cls, store: Store, path: str, config: LogConfig, now_ms: Callable[[], int], pool: MemoryPool,
@@ -59,7 +66,18 @@ class Partition:
         history = EpochHistory.load(store, f"{path}/epochs")
         history.begin(log.end_offset)
         history.save(store, f"{path}/epochs")
-        return cls(store, path, log, history, pool, sync_flush)
+        partition = cls(store, path, log, history, pool, sync_flush)
+        partition._publish_recovered()
+        return partition
+
+    def _publish_recovered(self) -> None:
+        """Bring the published C in line with the recovered log: behind it after a crash
+        (publishing lags), ahead of it only if the store lost persisted data. A new, empty
+        partition has no file and needs none (readers take a missing file as C = 0)."""
+        published = read_published(self.store, self.path)
+        self.published_checkpoint = published[0] if published is not None else 0
+        if self.published_checkpoint != self.checkpoint:
+            self.publish_checkpoint(self.checkpoint)
 
     # -- state -----------------------------------------------------------------------------
 
@@ -157,7 +175,7 @@ class Partition:
     def persisted(self, offset: int) -> None:
         """Event loop: the log now ends at `offset`; move C and wake whoever waits for it."""
         moved = self.tail.mark_persisted(offset)
-        self.pool.persisted(self.tail, moved, time.monotonic())
+        self.pool.persisted(self.tail, moved)
         still = []
         for wanted, future in self._checkpoint_waiters:
             if wanted < offset:
@@ -168,6 +186,22 @@ class Partition:
         self._checkpoint_waiters = still
         self.on_checkpoint(self)
 
+    def publish_checkpoint(self, checkpoint: int) -> None:
+        """Worker thread (or close): write C, and LSO = C until transactions exist, where
+        outside readers find it. Skipped once closed, except by close itself; a publish
+        still running (a stuck store call) makes this one give way."""
+        if not self._publish_lock.acquire(blocking=False):
+            raise TimeoutError(f"{self.path}: an earlier checkpoint publish is still running")
+        try:
+            if not self.closed:
+                self._write_published(checkpoint)
+        finally:
+            self._publish_lock.release()
+
+    def _write_published(self, checkpoint: int) -> None:
+        write_published(self.store, self.path, checkpoint, checkpoint)
+        self.published_checkpoint = checkpoint
+
     # -- reading ---------------------------------------------------------------------------
 
     def read_memory(self, offset: int, max_bytes: int) -> bytes | bytearray | None:
@@ -177,7 +211,7 @@ class Partition:
             raise OffsetOutOfRange(f"offset {offset} outside [{self.start_offset}, {self.end_offset}]")
         data = self.tail.read(offset, max_bytes, self.checkpoint)
         if data is not None:
-            self.pool.read(self.tail, time.monotonic())
+            self.pool.read(self.tail)
         return data
 
     def read_stored(self, offset: int, max_bytes: int, limit: int) -> bytes:
@@ -245,8 +279,20 @@ class Partition:
                 log.close()
             finally:
                 lock.release()
+            self._publish_final()
         else:
             logger.warning("%s: a store call never returned; closing without a clean shutdown", self.path)
+
+    def _publish_final(self) -> None:
+        """On close: publish the last C unless it is published already (or the store hangs)."""
+        if self.checkpoint == self.published_checkpoint or not self._publish_lock.acquire(timeout=CLOSE_WAIT_S):
+            return
+        try:
+            self._write_published(self.checkpoint)
+        except OSError as error:
+            logger.warning("%s: could not publish the final checkpoint %d: %s", self.path, self.checkpoint, error)
+        finally:
+            self._publish_lock.release()
 
 
 def _copy(state: ProducerState) -> ProducerState:

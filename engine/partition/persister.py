@@ -1,71 +1,97 @@
-"""The persister: writes partitions' memory tails to the store in group commits.
+"""The persister: writes partitions' memory tails to the store in flushes (a flush is a group
+commit: one write carries every batch a partition took since the last one).
 
-A partition that takes a write becomes due; due partitions are committed together
-`commit_ms` after the first of them (at once when one has `commit_bytes` waiting or its topic
-flushes synchronously). Each commit takes up to commit_bytes of a partition's oldest
+A partition that takes a write becomes due; due partitions are flushed together
+`flush_ms` after the first of them (at once when one has `flush_bytes` waiting or its topic
+flushes synchronously). Each flush takes up to flush_bytes of a partition's oldest
 unpersisted batches and writes them with one write (and one sync, see Partition) per segment.
 The due partitions are split over the worker threads in one job per thread, so ten
 thousand partitions cost a few thread hand-offs, not ten thousand. On a store whose writes
-only hand bytes to the operating system (the local disk, `inline`), commits that need no
+only hand bytes to the operating system (the local disk, `inline`), flushes that need no
 sync run on the event loop itself: a hand-off to a thread costs more than such a write
 (measured: 33 MB/s acks=all through workers, see the commit adding `inline`). C moves when a job
-returns; whatever arrived meanwhile is committed right after, so a slow store gets bigger
-commits, not more of them.
+returns; whatever arrived meanwhile is flushed right after, so a slow store gets bigger
+flushes, not more of them.
 
-A failed commit (the store is down) keeps the data in memory. After a back-off that grows
+A failed flush (the store is down) keeps the data in memory. After a back-off that grows
 to retry_ms_max the partition's log is reopened, which cuts anything half written, C moves
-to what the store really holds, and committing resumes: nothing is lost while the process
-lives, and nothing is written twice. A commit or reopen that does not return within its
+to what the store really holds, and flushing resumes: nothing is lost while the process
+lives, and nothing is written twice. A flush or reopen that does not return within its
 timeout (a store call that hangs) is abandoned the same way: its thread is left behind, a
 fresh worker takes its place, and the reopened log no longer shares anything with it.
+
+C is also published for readers in other processes (engine/log/reader.py): when C moves, the
+partition joins a set of unpublished ones, and `publish_ms` after the first of them (a
+setting, `checkpoint_publish_ms`) one sweep renames each one's checkpoint file to its new C
+on the worker threads (engine/log/files.py). Sweeps run one at a time, so a partition's file is rewritten at most
+every publish_ms, and a published C lags the real one by at most publish_ms plus two sweeps.
+A failed write is retried by the next sweep; Partition.close publishes the final C.
+
+Every timer comes from the injected clock (engine/clock.py), so tests drive them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from ..clock import Clock, Timer
 from .partition import Partition
 from .workers import Workers
 
 log = logging.getLogger(__name__)
 
 RETRY_MS_FIRST = 50
-COMMIT_TIMEOUT_S = 30.0
+FLUSH_TIMEOUT_S = 30.0
 RELOAD_TIMEOUT_S = 300.0  # reopening may wait for HDFS lease recovery (up to 120 s)
+PUBLISH_MS = 1000  # how often a partition's C is published at most (EngineSettings.checkpoint_publish_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class FlushLimits:
+    flush_bytes: int = 1 << 20  # the most one partition's flush writes
+    flush_ms: int = 0  # how long a flush waits to gather more (0: the next loop turn)
+    threads: int = 4  # flushes running at once
+    retry_ms_max: int = 1000  # the longest back-off after a failed flush
+    flush_timeout_s: float = FLUSH_TIMEOUT_S  # a flush running longer is abandoned
+    publish_ms: int = PUBLISH_MS  # C is published at most this often
 
 
 class Persister:
-    def __init__(self, commit_bytes: int, commit_ms: int, threads: int, now_ms: Callable[[], int],
-                 retry_ms_max: int = 1000, commit_timeout_s: float = COMMIT_TIMEOUT_S, inline: bool = False) -> None:
-        self.commit_bytes = commit_bytes
-        self.inline = inline  # commits without a sync run on the event loop (a fast local store)
-        self.commit_ms = commit_ms
-        self.threads = threads
-        self.retry_ms_max = retry_ms_max
-        self.commit_timeout_s = commit_timeout_s
-        self.now_ms = now_ms
-        self.workers = Workers(threads, "martlet-persist")
+    def __init__(self, limits: FlushLimits, clock: Clock, inline: bool = False) -> None:
+        self.flush_bytes = limits.flush_bytes
+        self.inline = inline  # flushes without a sync run on the event loop (a fast local store)
+        self.flush_ms = limits.flush_ms
+        self.threads = limits.threads
+        self.retry_ms_max = limits.retry_ms_max
+        self.flush_timeout_s = limits.flush_timeout_s
+        self.publish_ms = limits.publish_ms
+        self.clock = clock
+        self.workers = Workers(limits.threads, "martlet-persist")
         self._due: dict[Partition, None] = {}  # an ordered set
-        self._timer: asyncio.TimerHandle | asyncio.Handle | None = None
+        self._timer: Timer | None = None
         self._timer_urgent = False
         self._jobs: dict[object, list[Partition]] = {}  # token -> partitions in that job
         self._retry_ms: dict[Partition, int] = {}
+        self._unpublished: dict[Partition, None] = {}  # C moved since the last publish
+        self._publish_timer: Timer | None = None
+        self._publishing = 0  # publish jobs of the running sweep
+        self._progress: list[asyncio.Future[None]] = []  # drain waits for the next job to end
 
     def schedule(self, partition: Partition) -> None:
-        """Event loop, after an append: make sure a commit for `partition` is coming."""
+        """Event loop, after an append: make sure a flush for `partition` is coming."""
         if partition.persisting:
             return
         partition.persisting = True
-        if self.inline and self.commit_ms <= 0 and not partition.sync_flush:
-            here = [(partition, *partition.tail.unpersisted(self.commit_bytes))]
-            self._committed([partition], _write_all(here))  # C covers the batch before append returns
+        if self.inline and self.flush_ms <= 0 and not partition.sync_flush:
+            here = [(partition, *partition.tail.unpersisted(self.flush_bytes))]
+            self._flushed([partition], _write_all(here))  # C covers the batch before append returns
             return
         self._due[partition] = None
-        urgent = partition.sync_flush or self.commit_ms <= 0 or partition.tail.unpersisted_bytes >= self.commit_bytes
+        urgent = partition.sync_flush or self.flush_ms <= 0 or partition.tail.unpersisted_bytes >= self.flush_bytes
         self._arm(urgent)
 
     def _arm(self, urgent: bool) -> None:
@@ -75,11 +101,14 @@ class Persister:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_urgent = urgent
-        self._timer = loop.call_soon(self._flush) if urgent else loop.call_later(self.commit_ms / 1000, self._flush)
+        if urgent:
+            self._timer = loop.call_soon(self._start_due)
+        else:
+            self._timer = self.clock.call_later(self.flush_ms / 1000, self._start_due)
 
-    # -- commits -----------------------------------------------------------------------------
+    # -- flushes -----------------------------------------------------------------------------
 
-    def _flush(self) -> None:
+    def _start_due(self) -> None:
         self._timer = None
         due, self._due = list(self._due), {}
         items = []
@@ -87,19 +116,19 @@ class Persister:
             if partition.closed or partition.tail.unpersisted_bytes == 0:
                 self._finish(partition)
             else:
-                items.append((partition, *partition.tail.unpersisted(self.commit_bytes)))
+                items.append((partition, *partition.tail.unpersisted(self.flush_bytes)))
         if self.inline:
             here = [item for item in items if not item[0].sync_flush]
             items = [item for item in items if item[0].sync_flush]
             if here:
-                self._committed([p for p, _, _ in here], _write_all(here))
+                self._flushed([p for p, _, _ in here], _write_all(here))
         jobs = min(self.threads, len(items))
         for number in range(jobs):
             chunk = items[number::jobs]
-            self._start([p for p, _, _ in chunk], "commit", self.commit_timeout_s, _write_all, chunk,
-                        then=self._committed)
+            self._start([p for p, _, _ in chunk], "flush", self.flush_timeout_s, _write_all, chunk,
+                        then=self._flushed)
 
-    def _committed(self, partitions: list[Partition], results: list[int | BaseException]) -> None:
+    def _flushed(self, partitions: list[Partition], results: list[int | BaseException]) -> None:
         for partition, result in zip(partitions, results, strict=True):
             if isinstance(result, BaseException):
                 self._failed(partition, result)
@@ -107,10 +136,12 @@ class Persister:
             if self._retry_ms.pop(partition, None) is not None:
                 log.warning("%s: persisting again (checkpoint %d)", partition.path, result)
             partition.persisted(result)
+            self._to_publish(partition)
             self._continue(partition)
+        self._wake_drain()
 
     def _continue(self, partition: Partition) -> None:
-        """After a commit: what arrived meanwhile goes at once."""
+        """After a flush: what arrived meanwhile goes at once."""
         if partition.closed or partition.tail.unpersisted_bytes == 0:
             self._finish(partition)
         else:
@@ -120,11 +151,16 @@ class Persister:
     # -- jobs on worker threads ------------------------------------------------------------
 
     def _start(self, partitions: list[Partition], what: str, timeout_s: float, call: Callable[..., Any],
-               *args: Any, then: Callable[[list[Partition], Any], None]) -> None:
+               *args: Any, then: Callable[[list[Partition], Any], None],
+               failed: Callable[[Partition, BaseException], None] | None = None,
+               ended: Callable[[], None] = lambda: None) -> None:
+        """Run `call` on a worker; `then` gets its result, `failed` (default: the flush
+        failure path) each partition when it raises or outlives its watchdog, and `ended`
+        runs once either way."""
         token = object()
         self._jobs[token] = partitions
-        loop = asyncio.get_running_loop()
-        watchdog = loop.call_later(timeout_s, self._stuck, token, what, timeout_s)
+        on_failure = failed or self._failed
+        watchdog = self.clock.call_later(timeout_s, lambda: self._stuck(token, what, timeout_s, on_failure, ended))
 
         def done(future: asyncio.Future[Any]) -> None:
             watchdog.cancel()
@@ -133,19 +169,24 @@ class Persister:
             error = future.exception()
             if error is not None:
                 for partition in partitions:
-                    self._failed(partition, error)
-                return
-            then([p for p in partitions], future.result())
+                    on_failure(partition, error)
+            else:
+                then([p for p in partitions], future.result())
+            ended()
+            self._wake_drain()
 
-        loop.run_in_executor(self.workers, call, *args).add_done_callback(done)
+        asyncio.get_running_loop().run_in_executor(self.workers, call, *args).add_done_callback(done)
 
-    def _stuck(self, token: object, what: str, timeout_s: float) -> None:
+    def _stuck(self, token: object, what: str, timeout_s: float,
+               failed: Callable[[Partition, BaseException], None], ended: Callable[[], None]) -> None:
         partitions = self._jobs.pop(token, None)
         if partitions is None:
             return
         self.workers.add_worker()  # the stuck thread stays behind
         for partition in partitions:
-            self._failed(partition, TimeoutError(f"the store did not finish a {what} in {timeout_s:.0f} s"))
+            failed(partition, TimeoutError(f"the store did not finish a {what} in {timeout_s:.0f} s"))
+        ended()
+        self._wake_drain()
 
     # -- failures ------------------------------------------------------------------------------
 
@@ -159,13 +200,13 @@ class Persister:
                         partition.path, partition.tail.unpersisted_bytes, error)
         delay = min(max(RETRY_MS_FIRST, delay * 2), self.retry_ms_max)
         self._retry_ms[partition] = delay
-        asyncio.get_running_loop().call_later(delay / 1000, self._reload, partition)
+        self.clock.call_later(delay / 1000, lambda: self._reload(partition))
 
     def _reload(self, partition: Partition) -> None:
         if partition.closed:
             self._finish(partition)
             return
-        self._start([partition], "reopen", RELOAD_TIMEOUT_S, partition.reload_log, self.now_ms,
+        self._start([partition], "reopen", RELOAD_TIMEOUT_S, partition.reload_log, self.clock.now_ms,
                     then=self._reloaded)
 
     def _reloaded(self, partitions: list[Partition], end: int) -> None:
@@ -174,36 +215,116 @@ class Persister:
             log.error("%s: the store lost persisted data: it ends at %d, the checkpoint was %d",
                       partition.path, end, partition.checkpoint)
         partition.persisted(end)
+        self._to_publish(partition)
         self._continue(partition)
 
     def _finish(self, partition: Partition) -> None:
         partition.persisting = False
         self._retry_ms.pop(partition, None)
+        self._wake_drain()  # e.g. a partition closed while its retry was pending
+
+    # -- publishing C ----------------------------------------------------------------------
+
+    def _to_publish(self, partition: Partition) -> None:
+        """Event loop, after C moved: publish it with the next sweep."""
+        if partition in self._unpublished or partition.checkpoint == partition.published_checkpoint:
+            return
+        self._unpublished[partition] = None
+        self._arm_publish()
+
+    def _arm_publish(self) -> None:
+        if self._publish_timer is None and not self._publishing and self._unpublished:
+            self._publish_timer = self.clock.call_later(self.publish_ms / 1000, self._publish)
+
+    def _publish(self) -> None:
+        """One sweep: each unpublished partition's C, written on the worker threads."""
+        self._publish_timer = None
+        items = [(p, p.checkpoint) for p in self._unpublished if not p.closed]
+        self._unpublished = {}
+        jobs = min(self.threads, len(items))
+        self._publishing = jobs
+        for number in range(jobs):
+            chunk = items[number::jobs]
+            self._start([p for p, _ in chunk], "checkpoint publish", self.flush_timeout_s, _publish_all, chunk,
+                        then=self._published, failed=self._publish_failed, ended=self._sweep_job_ended)
+
+    def _published(self, partitions: list[Partition], results: list[BaseException | None]) -> None:
+        for partition, error in zip(partitions, results, strict=True):
+            if error is not None:
+                self._publish_failed(partition, error)
+
+    def _publish_failed(self, partition: Partition, error: BaseException) -> None:
+        """C stays unpublished (readers see an older one) until the next sweep."""
+        if not partition.closed:
+            log.warning("%s: publishing the checkpoint failed, retrying with the next sweep: %s", partition.path, error)
+            self._unpublished[partition] = None
+
+    def _sweep_job_ended(self) -> None:
+        self._publishing -= 1
+        self._arm_publish()
 
     # -- stopping --------------------------------------------------------------------------
 
     async def drain(self, partitions: list[Partition], timeout_s: float) -> bool:
         """Wait until nothing is left to persist (or the timeout); True if all was written."""
-        deadline = time.monotonic() + timeout_s
+        deadline = self.clock.monotonic() + timeout_s
         for partition in partitions:
             if partition.tail.unpersisted_bytes and not partition.persisting:
                 self.schedule(partition)
         while any(p.tail.unpersisted_bytes and not p.closed for p in partitions) or self._jobs:
-            if time.monotonic() > deadline:
+            remaining = deadline - self.clock.monotonic()
+            if remaining < 0:
                 return False
-            await asyncio.sleep(0.005)  # commits finish on worker threads; poll for them
+            await self._next_progress(remaining)
         return True
 
+    async def _next_progress(self, timeout_s: float) -> None:
+        """Wait until a flush or job ends, or timeout_s passes."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._progress.append(future)
+        def end_wait() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        timer = self.clock.call_later(timeout_s, end_wait)
+        try:
+            await future
+        finally:
+            timer.cancel()
+
+    def _wake_drain(self) -> None:
+        if not self._progress:
+            return
+        waiting, self._progress = self._progress, []
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
+
     def close(self) -> None:
+        if self._publish_timer is not None:
+            self._publish_timer.cancel()
+            self._publish_timer = None
         self.workers.shutdown()
 
 
 def _write_all(items: list[tuple[Partition, list[Any], list[Any]]]) -> list[int | BaseException]:
-    """Worker thread: commit each partition's batches; one failure does not stop the rest."""
+    """Worker thread: flush each partition's batches; one failure does not stop the rest."""
     results: list[int | BaseException] = []
     for partition, batches, headers in items:
         try:
             results.append(partition.write_unpersisted(batches, headers))
+        except Exception as error:  # noqa: BLE001 - handed back per partition
+            results.append(error)
+    return results
+
+
+def _publish_all(items: list[tuple[Partition, int]]) -> list[BaseException | None]:
+    """Worker thread: publish each partition's C; one failure does not stop the rest."""
+    results: list[BaseException | None] = []
+    for partition, checkpoint in items:
+        try:
+            partition.publish_checkpoint(checkpoint)
+            results.append(None)
         except Exception as error:  # noqa: BLE001 - handed back per partition
             results.append(error)
     return results

@@ -21,8 +21,9 @@ BLOCK_BYTES = 256 * 1024
 
 class CachedStore:
     def __init__(self, store: Store, on_grow: Callable[[], None] = lambda: None,
-                 block_bytes: int = BLOCK_BYTES) -> None:
+                 block_bytes: int = BLOCK_BYTES, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.store = store
+        self.monotonic = monotonic  # must be the memory pool's clock: both orders are compared
         self.slow_writes = getattr(store, "slow_writes", True)
         self.block_bytes = block_bytes
         self._on_grow = on_grow
@@ -68,7 +69,7 @@ class CachedStore:
 
     def _block(self, path: str, number: int) -> bytes:
         key = (path, number)
-        now = time.monotonic()
+        now = self.monotonic()
         with self._lock:
             found = self._blocks.get(key)
             if found is not None:

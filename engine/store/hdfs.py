@@ -31,6 +31,12 @@ What each call gives, and why:
   writer for, asks for lease recovery, which closes the file at the length the DataNodes
   agree on (a few seconds on a test cluster; one NameNode call if the file was closed);
   `open_append` does too if the lease is still held.
+- Read-only mode (`read_only=True`), for readers in other processes (engine/log/reader.py):
+  nothing is written and no lease is ever recovered, so a live broker's open files are never
+  closed under it. The price is the bound above: a file some writer has open is seen only up
+  to its last finished block (sealed segments whole, the active one up to a multiple of
+  dfs.blocksize, often none of it), and `size` gives that visible length, not the
+  NameNode's. Writing calls raise PermissionError.
 - While the NameNode is unreachable, hdfs-native retries each call for about three minutes
   before it fails; the engine calls the store from worker threads, so a call simply waits
   for the NameNode to come back.
@@ -43,13 +49,13 @@ from __future__ import annotations
 
 import functools
 import posixpath
-import time
 import weakref
 from collections.abc import Callable
 from typing import TypeVar, cast
 
 from hdfs_native import Client, FileReader, FileWriter, WriteOptions
 
+from ..clock import Clock, SystemClock
 from .base import check_path
 
 COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
@@ -134,23 +140,32 @@ class HdfsAppendFile:
 class HdfsStore:
     slow_writes = True
 
-    def __init__(self, url: str, root: str) -> None:
+    def __init__(self, url: str, root: str, read_only: bool = False, clock: Clock | None = None) -> None:
         if not root.startswith("/"):
             raise ValueError(f"HDFS root must be absolute: {root!r}")
         self.url = url
         self.root = posixpath.normpath(root)
+        self.read_only = read_only
+        self._clock = clock or SystemClock()
         self._client = Client(url)
         self._writers: weakref.WeakValueDictionary[str, HdfsAppendFile] = (
             weakref.WeakValueDictionary()
         )
         self._settled: set[str] = set()  # paths known closed since this store last opened them
-        self._client.mkdirs(self.root, create_parent=True)
+        if not read_only:
+            self._client.mkdirs(self.root, create_parent=True)
 
     def _hdfs_path(self, path: str) -> str:
         return posixpath.join(self.root, *check_path(path))
 
+    def _writable(self, path: str) -> str:
+        if self.read_only:
+            raise PermissionError(f"HDFS store opened read-only: cannot change {path!r}")
+        return self._hdfs_path(path)
+
     @_os_errors
     def mkdir(self, path: str) -> None:
+        self._writable(path)
         self._client.mkdirs(self._hdfs_path(path), create_parent=True)
 
     @_os_errors
@@ -166,6 +181,8 @@ class HdfsStore:
     @_os_errors
     def size(self, path: str) -> int:
         hdfs_path = self._hdfs_path(path)
+        if self.read_only:
+            return int(self._client.read(hdfs_path).size)  # what a reader sees: no lease recovery
         own = self._writers.get(hdfs_path)
         if own is not None and not own.closed:
             return own.size
@@ -192,14 +209,14 @@ class HdfsStore:
     def read(self, path: str, offset: int, length: int) -> bytes:
         hdfs_path = self._hdfs_path(path)
         reader = self._client.read(hdfs_path)
-        if offset + length > reader.size:
+        if offset + length > reader.size and not self.read_only:
             reader = self._whole_reader(hdfs_path)
         count = min(length, reader.size - offset)  # reading past the end panics in hdfs-native
         return reader.read_range(offset, count) if count > 0 else b""
 
     @_os_errors
     def open_append(self, path: str) -> HdfsAppendFile:
-        hdfs_path = self._hdfs_path(path)
+        hdfs_path = self._writable(path)
         try:
             status = self._client.get_file_info(hdfs_path)
         except FileNotFoundError:
@@ -227,15 +244,15 @@ class HdfsStore:
     def _recover_lease(self, hdfs_path: str) -> None:
         """Have the NameNode close a file some writer left open (this client's broken writer,
         or a killed process's), at the length the DataNodes agree on."""
-        deadline = time.monotonic() + LEASE_RECOVERY_S
+        deadline = self._clock.monotonic() + LEASE_RECOVERY_S
         while not self._client.recover_lease(hdfs_path):
-            if time.monotonic() > deadline:
+            if self._clock.monotonic() > deadline:
                 raise OSError(f"HDFS: lease recovery of {hdfs_path} did not finish in {LEASE_RECOVERY_S:.0f} s")
-            time.sleep(LEASE_POLL_S)  # the NameNode finishes recovery in the background
+            self._clock.sleep(LEASE_POLL_S)  # the NameNode finishes recovery in the background
 
     @_os_errors
     def truncate(self, path: str, size: int) -> None:
-        hdfs_path = self._hdfs_path(path)
+        hdfs_path = self._writable(path)
         reader = self._whole_reader(hdfs_path)  # never copy a file whose tail a reader cannot see
         parent, name = posixpath.split(hdfs_path)
         tmp_path = posixpath.join(parent, f".{name}.truncating")
@@ -255,6 +272,7 @@ class HdfsStore:
 
     @_os_errors
     def rename(self, src: str, dst: str) -> None:
+        self._writable(dst)
         self._client.rename(self._hdfs_path(src), self._hdfs_path(dst), overwrite=True)
         self._forget(self._hdfs_path(src))
         self._forget(self._hdfs_path(dst))
@@ -263,7 +281,7 @@ class HdfsStore:
     def delete(self, path: str) -> None:
         if not check_path(path):
             raise ValueError("refusing to delete the store root")
-        self._client.delete(self._hdfs_path(path), recursive=True)
+        self._client.delete(self._writable(path), recursive=True)
         self._forget(self._hdfs_path(path))
 
     def _forget(self, hdfs_path: str) -> None:

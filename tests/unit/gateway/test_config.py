@@ -23,3 +23,8 @@ def test_bad_documents_get_a_clear_error(doc):
 def test_bad_addresses(text):
     with pytest.raises(ConfigError):
         parse_address(text)
+
+
+def test_a_renamed_key_says_its_new_name() -> None:
+    with pytest.raises(ConfigError, match="'commit_ms' is now called 'flush_ms'"):
+        from_document({"engine": {"commit_ms": 5}})

@@ -1,3 +1,5 @@
+import uuid
+
 import pytest
 
 from martlet.engine.catalog.catalog import Catalog
@@ -117,3 +119,10 @@ def test_reload_skips_a_create_still_in_progress_and_leaves_tombstones_alone():
     store.mkdir("topics/alice#gone#00000000-0000-0000-0000-000000000002.deleted")
     assert not reader.reload()
     assert store.exists("topics/alice#gone#00000000-0000-0000-0000-000000000002.deleted")
+def test_resource_names_take_their_uuid_from_the_injected_source():
+    uids = iter([uuid.UUID(int=1), uuid.UUID(int=2)])
+    catalog = Catalog(MemoryStore(), "alice", new_uuid=lambda: next(uids))
+    first = catalog.create("a", 1, TopicConfig(), frozenset(), 0)
+    second = catalog.create("b", 1, TopicConfig(), frozenset(), 0)
+    assert str(first.resource) == "alice#a#00000000-0000-0000-0000-000000000001"
+    assert second.resource.uid == uuid.UUID(int=2)

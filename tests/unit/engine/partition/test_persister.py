@@ -1,21 +1,27 @@
-"""Partition + persister + pool on a store that can fail, driven on a real event loop."""
+"""Partition + persister + pool on a store that can fail, on a real event loop and worker
+threads but a manual clock: every timer (commit delay, retry back-off, watchdog, checkpoint
+publishing) fires when the test moves the clock, never by waiting."""
 
 import asyncio
 import threading
 
 import pytest
 
+from martlet.engine.clock import ManualClock as TimerClock
 from martlet.engine.errors import StaleSession
 from martlet.engine.log.config import LogConfig
+from martlet.engine.log.files import read_published
 from martlet.engine.partition.memory import MemoryPool
 from martlet.engine.partition.partition import Partition
-from martlet.engine.partition.persister import Persister
+from martlet.engine.partition.persister import FlushLimits, Persister
 from martlet.engine.store.memory import MemoryAppendFile, MemoryStore
 from martlet.records.header import iter_batches
 from tests.unit.engine.log.log_batches import ManualClock, make_batch
 
-WAIT_S = 10
+WAIT_S = 10  # real seconds: the bound on every wait for a worker thread
 BATCH_BYTES = 81  # make_batch(record_count=2)
+RETRY_MS = 50  # the persister's first back-off, and its cap here
+SOON_MS = RETRY_MS  # clock.next_timer(SOON_MS) fires a retry, never a watchdog (seconds away)
 
 
 class FlakyStore(MemoryStore):
@@ -79,12 +85,15 @@ def stored_offsets(store, path="t-0") -> list[int]:
     return [header.base_offset for _, header in iter_batches(data)]
 
 
-def run(scenario, commit_timeout_s=WAIT_S):
+def run(scenario, flush_timeout_s=WAIT_S, flush_ms=0, publish_ms=60_000):
+    """Run scenario(persister, clock); the persister's timers run on `clock`."""
     async def wrapper():
-        persister = Persister(commit_bytes=1 << 20, commit_ms=1, threads=2, now_ms=ManualClock(), retry_ms_max=50,
-                              commit_timeout_s=commit_timeout_s)
+        clock = TimerClock(1_000_000)
+        limits = FlushLimits(flush_bytes=1 << 20, flush_ms=flush_ms, threads=2, retry_ms_max=RETRY_MS,
+                             flush_timeout_s=flush_timeout_s, publish_ms=publish_ms)
+        persister = Persister(limits, clock)
         try:
-            await asyncio.wait_for(scenario(persister), WAIT_S)
+            await asyncio.wait_for(scenario(persister, clock), WAIT_S)
         finally:
             persister.close()
 
@@ -94,7 +103,7 @@ def run(scenario, commit_timeout_s=WAIT_S):
 def test_c_follows_the_commits_and_readers_see_only_below_c():
     store = FlakyStore()
 
-    async def scenario(persister):
+    async def scenario(persister, clock):
         partition = open_partition(store, MemoryPool(1 << 20))
         offsets = append(partition, persister, 3)
         assert partition.read_memory(0, 10**6) == b""  # nothing persisted yet: nothing to read
@@ -112,15 +121,18 @@ def test_a_store_outage_keeps_data_in_memory_and_persists_it_once_when_back(half
     store = FlakyStore()
     store.half_writes = half_writes
 
-    async def scenario(persister):
+    async def scenario(persister, clock):
         partition = open_partition(store, MemoryPool(1 << 20))
         await partition.wait_persisted(append(partition, persister, 2)[-1])
         store.down = True
         offsets = append(partition, persister, 5)
         waiting = asyncio.ensure_future(partition.wait_persisted(offsets[-1]))
-        await asyncio.sleep(0.2)  # let several commits fail and retry (the outage itself)
+        for _ in range(3):  # the failed commit's retry, then two more after failed reopens
+            assert await clock.next_timer(SOON_MS) == RETRY_MS
+        await clock.wait_for_timer(SOON_MS)  # the third reopen failed as well
         assert not waiting.done() and partition.checkpoint == 4 and partition.end_offset == 14
         store.down = False
+        await clock.next_timer(SOON_MS)  # this reopen works, and the commit follows at once
         await waiting
         assert partition.checkpoint == 14
 
@@ -131,7 +143,7 @@ def test_a_store_outage_keeps_data_in_memory_and_persists_it_once_when_back(half
 def test_a_writer_naming_an_old_session_or_version_gets_v_s_and_c():
     store = FlakyStore()
 
-    async def scenario(persister):
+    async def scenario(persister, clock):
         first = open_partition(store, MemoryPool(1 << 20))
         old_session = first.session
         await first.wait_persisted(append(first, persister, 2)[-1])
@@ -152,15 +164,17 @@ def test_producers_wait_for_room_while_unpersisted_data_fills_the_budget():
     store = FlakyStore()
     pool = MemoryPool(3 * BATCH_BYTES)
 
-    async def scenario(persister):
+    async def scenario(persister, clock):
         partition = open_partition(store, pool)
         store.down = True
         append(partition, persister, 3)
         assert not pool.has_room()
         room = asyncio.ensure_future(pool.wait_for_room())
-        await asyncio.sleep(0.1)
+        await clock.next_timer(SOON_MS)  # the failed commit's retry: a reopen that fails too
+        await clock.wait_for_timer(SOON_MS)  # (armed again only once that reopen failed)
         assert not room.done()
         store.down = False
+        await clock.next_timer(SOON_MS)
         await room
         assert pool.unpersisted_bytes < pool.budget_bytes
 
@@ -171,7 +185,7 @@ def test_persisted_data_is_reclaimed_least_recently_read_first():
     store = FlakyStore()
     pool = MemoryPool(4 * BATCH_BYTES)
 
-    async def scenario(persister):
+    async def scenario(persister, clock):
         cold = open_partition(store, pool, "cold-0")
         hot = open_partition(store, pool, "hot-0")
         await cold.wait_persisted(append(cold, persister, 2)[-1])
@@ -190,14 +204,104 @@ def test_a_commit_that_never_returns_is_abandoned_and_the_data_persisted_anyway(
     store = FlakyStore()
     released = threading.Event()
 
-    async def scenario(persister):
+    async def scenario(persister, clock):
         partition = open_partition(store, MemoryPool(1 << 20))
         await partition.wait_persisted(append(partition, persister, 1)[-1])
         store.hang = released
         offsets = append(partition, persister, 3)
+        assert await clock.next_timer(200) == 200  # the watchdog gives up on the stuck commit
+        assert partition.checkpoint == 2
+        assert await clock.next_timer(SOON_MS) == RETRY_MS  # then the log is reopened
         await partition.wait_persisted(offsets[-1])  # done by a fresh worker on a reopened log
         assert partition.checkpoint == 8
         released.set()  # the stuck write now fails, and its outcome is ignored
 
-    run(scenario, commit_timeout_s=0.2)
+    run(scenario, flush_timeout_s=0.2)
     assert stored_offsets(store) == [0, 2, 4, 6]
+
+
+def test_a_commit_waits_commit_ms_for_more_writes_then_takes_them_all():
+    store = FlakyStore()
+
+    async def scenario(persister, clock):
+        partition = open_partition(store, MemoryPool(1 << 20))
+        writes = store.writes
+        append(partition, persister, 2)
+        clock.advance(4)
+        append(partition, persister, 1)  # joins the commit already armed
+        await asyncio.sleep(0)  # one loop turn: an urgent commit would have started here
+        assert store.writes == writes and clock.pending_ms() == [1]
+        clock.advance(1)
+        await partition.wait_persisted(4)
+        assert partition.checkpoint == 6 and store.writes == writes + 1
+
+    run(scenario, flush_ms=5)
+
+
+def test_c_is_published_at_most_every_publish_ms_and_on_close():
+    store = FlakyStore()
+
+    async def scenario(persister, clock):
+        partition = open_partition(store, MemoryPool(1 << 20))
+        assert read_published(store, "t-0") is None  # a new, empty partition publishes nothing
+        await partition.wait_persisted(append(partition, persister, 1)[-1])
+        assert clock.pending_ms() == [1000] and read_published(store, "t-0") is None
+        await partition.wait_persisted(append(partition, persister, 1)[-1])  # C moves again: same sweep
+        assert clock.pending_ms() == [1000]
+        clock.advance(1000)
+        assert await persister.drain([partition], WAIT_S)  # the sweep is a job on a worker
+        assert read_published(store, "t-0") == (4, 4)
+        await partition.wait_persisted(append(partition, persister, 1)[-1])
+        assert read_published(store, "t-0") == (4, 4) and clock.pending_ms() == [1000]
+        partition.close()
+        partition.close_log()  # publishes the last C at once (off the loop in the engine)
+        assert read_published(store, "t-0") == (6, 6)
+
+    run(scenario, publish_ms=1000)
+
+
+def test_an_unfinished_drain_times_out_on_the_clock():
+    store = FlakyStore()
+
+    async def scenario(persister, clock):
+        partition = open_partition(store, MemoryPool(1 << 20))
+        store.down = True
+        append(partition, persister, 1)
+        drained = asyncio.ensure_future(persister.drain([partition], timeout_s=5))
+        await clock.next_timer(SOON_MS)  # the commit failed; a retry is due
+        assert not drained.done()
+        clock.advance(5_000)
+        assert await drained is False
+
+    run(scenario)
+
+
+def test_reopening_after_a_crash_publishes_the_recovered_c():
+    store = FlakyStore()
+
+    async def scenario(persister, clock):
+        partition = open_partition(store, MemoryPool(1 << 20))
+        await partition.wait_persisted(append(partition, persister, 3)[-1])
+        assert read_published(store, "t-0") is None  # the sweep has not run: no clean close either
+        again = open_partition(store, MemoryPool(1 << 20))  # as after kill -9
+        assert read_published(store, "t-0") == (6, 6) == (again.checkpoint, again.checkpoint)
+
+    run(scenario)
+
+
+def test_drain_ends_when_a_partition_waiting_for_a_retry_is_closed():
+    store = FlakyStore()
+
+    async def scenario(persister, clock):
+        partition = open_partition(store, MemoryPool(1 << 20))
+        store.down = True
+        append(partition, persister, 1)
+        await clock.wait_for_timer(SOON_MS)  # the commit failed; its retry is armed
+        drained = asyncio.ensure_future(persister.drain([partition], timeout_s=60))
+        await asyncio.sleep(0)
+        store.down = False
+        partition.close()  # its unpersisted data is given up
+        await clock.next_timer(SOON_MS)  # the retry finds it closed
+        assert await drained is True  # without waiting for the drain's 60 s
+
+    run(scenario)

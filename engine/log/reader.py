@@ -1,0 +1,194 @@
+"""A read-only view of a partition log, for readers in other processes (a Spark job, an
+export) on the same store as a live broker: `open_readonly(store, path)`.
+
+It never writes and never runs recovery. The broker may be appending to the active segment
+at this moment, so what looks torn at the end of a file may be a write in progress, and only
+the broker may cut it. The reader therefore goes through a ReadOnlyStore (any writing call
+fails) and trusts two things only:
+
+- how far it may read: the broker's published checkpoint C (the name of the partition's
+  `checkpoint-<C>-<LSO>` file, files.py; LSO is the last stable offset), at most
+  `checkpoint_publish_ms` plus a sweep behind the broker's C. A file's size is never taken
+  as the end: bytes past C may be unpersisted, half written or about to be cut. `refresh`
+  lists the directory again; until then reads stop at the C seen last (open looks once).
+  Nothing published yet means C = 0.
+- the batches themselves: every batch returned is whole, has magic 2, the base offset that
+  follows its predecessor (no gaps) and a correct CRC32C.
+
+What the store shows bounds a read too: on HDFS (read-only mode, which never recovers a
+lease) a file the broker holds open shows only its finished blocks, so the active segment
+may be invisible until the broker rolls or closes it; on local disk a batch being written
+may be partly visible. Either way a batch that is not visible whole ends the read, quietly:
+it is not damage, the next read after a refresh gets further. A batch that is visible whole
+below C and fails its checks is damage: CorruptBatch when it is the first one asked for
+(the caller would make no progress otherwise), else the read stops before it.
+
+Segments are found by listing the directory (named by base offset, segment.py). A read
+resumes where the previous one ended; otherwise it starts at the segment's last offset index
+entry at or below the offset, an entry it checks against the batch found there and ignores
+(scanning from the segment's start) when the index is behind, torn or wrong.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ...records.header import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, crc_ok, iter_batches, parse_header
+from ..errors import CorruptBatch, OffsetOutOfRange
+from ..store.base import Store
+from ..store.readonly import ReadOnlyStore
+from .files import INDEX_SUFFIX, LOG_SUFFIX, offset_file, offsets_with_suffix, read_published, read_start_offset
+from .index import IndexInvalid, OffsetIndex
+
+CHUNK_BYTES_MIN = 64 << 10  # a read fetches at least this much of a segment at a time
+CHUNK_BYTES_MAX = 8 << 20  # and at most this much, unless one batch is bigger
+
+
+@dataclass(frozen=True)
+class _Position:
+    """Where the batch with base offset `offset` starts: segment `base`, byte `byte`."""
+
+    base: int
+    byte: int
+    offset: int
+
+
+def open_readonly(store: Store, path: str) -> LogReader:
+    """A reader of the partition log at `path`, as far as the broker published it."""
+    return LogReader(ReadOnlyStore(store), path)
+
+
+class LogReader:
+    def __init__(self, store: ReadOnlyStore, path: str) -> None:
+        self.store = store
+        self.path = path
+        self.checkpoint = 0  # C as published when last refreshed: reads end here
+        self.last_stable = 0  # LSO as published (= C until transactions exist)
+        self.start_offset = 0  # the log start offset as checkpointed by the broker
+        self._resume: _Position | None = None  # where the last read ended
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Look up the published C and LSO, and the log start offset, again."""
+        self.checkpoint, self.last_stable = read_published(self.store, self.path) or (0, 0)
+        self.start_offset = read_start_offset(self.store, self.path)
+
+    def segments(self) -> list[int]:
+        """Base offsets of the segments on the store, oldest first."""
+        return offsets_with_suffix(self.store, self.path, LOG_SUFFIX)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, end_offset: int | None = None) -> bytes:
+        """Whole batches from the one holding `offset`, none reaching past `end_offset` or
+        the published C (whichever is lower; pass last_stable for read-committed), up to
+        max_bytes but at least one batch. b"" at or past the end, or when the store does not
+        show the next batch whole yet. OffsetOutOfRange below the log start."""
+        end = self.checkpoint if end_offset is None else min(end_offset, self.checkpoint)
+        bases = self.segments()
+        if offset < self.start_offset or not bases or offset < bases[0]:
+            raise OffsetOutOfRange(f"offset {offset} is below the start of {self.path}")
+        if offset >= end:
+            return b""
+        parts: list[bytes] = []
+        size = 0
+        try:
+            for data, after in self._batches(bases, offset, end, max_bytes):
+                if parts and size + len(data) > max_bytes:
+                    break
+                parts.append(data)
+                size += len(data)
+                self._resume = after
+                if size >= max_bytes:
+                    break
+        except (CorruptBatch, FileNotFoundError) as error:
+            if not parts:
+                raise (_out_of_range(offset, self.path) if isinstance(error, FileNotFoundError) else error) from error
+        return b"".join(parts)
+
+    def _batches(self, bases: list[int], offset: int, end: int, max_bytes: int) -> Iterator[tuple[bytes, _Position]]:
+        """Checked batches from the one holding `offset` until `end`, across segments, each
+        with the position that follows it; ends where the store shows no more whole ones."""
+        position: _Position | None = self._start(bases, offset)
+        while position is not None and position.offset < end:
+            after = position
+            for data, header, after in self._segment_batches(position, end, max_bytes):
+                if header.next_offset > offset:
+                    self._check_crc(data, header)
+                    yield data, after
+            position = self._next_segment(bases, after)
+
+    def _next_segment(self, bases: list[int], position: _Position) -> _Position | None:
+        """The start of the segment that follows at `position`'s offset, None if none does
+        (the segment is not finished, or not visible further yet)."""
+        at = bases.index(position.base) + 1
+        if at < len(bases) and bases[at] == position.offset:
+            return _Position(bases[at], 0, position.offset)
+        return None
+
+    def _segment_batches(self, start: _Position, end: int,
+                         max_bytes: int) -> Iterator[tuple[bytes, BatchHeader, _Position]]:
+        """Structurally checked batches of one segment from `start`, each with the position
+        after it, until `end` or the end of what the store shows whole."""
+        log_path = offset_file(self.path, start.base, LOG_SUFFIX)
+        byte, expected = start.byte, start.offset
+        while expected < end:
+            data = self._read_chunk(log_path, byte, max_bytes)
+            used = 0
+            for at, header in iter_batches(data):
+                if expected >= end or header.next_offset > end:
+                    return  # past the bound: not ours to look at
+                if header.base_offset != expected or header.magic != MAGIC or header.last_offset_delta < 0:
+                    raise CorruptBatch(f"{log_path}: {header} at byte {byte + at} where offset {expected} belongs")
+                used, expected = at + header.size, header.next_offset
+                yield data[at:used], header, _Position(start.base, byte + used, expected)
+            if used == 0:
+                return  # the store shows no whole batch here (yet)
+            byte += used
+
+    def _read_chunk(self, log_path: str, byte: int, max_bytes: int) -> bytes:
+        """About max_bytes from `byte`, or the whole first batch when it is bigger."""
+        want = max(CHUNK_BYTES_MIN, min(CHUNK_BYTES_MAX, max_bytes + HEADER_BYTES))
+        data = self.store.read(log_path, byte, want)
+        if len(data) == want:
+            header = parse_header(data)
+            if want < header.size and header.batch_length >= MIN_BATCH_LENGTH:
+                data = self.store.read(log_path, byte, header.size)
+        return data
+
+    def _check_crc(self, data: bytes, header: BatchHeader) -> None:
+        if not crc_ok(data, 0, header):
+            raise CorruptBatch(f"{self.path}: batch at offset {header.base_offset} fails its CRC32C")
+
+    # -- where a read starts -------------------------------------------------------------
+
+    def _start(self, bases: list[int], offset: int) -> _Position:
+        resume = self._resume
+        if resume is not None and resume.offset == offset and resume.base in bases:
+            return resume
+        base = bases[bisect_right(bases, offset) - 1]
+        return self._index_hint(base, offset) or _Position(base, 0, base)
+
+    def _index_hint(self, base: int, offset: int) -> _Position | None:
+        """The last offset index entry at or below `offset`, if the batch there agrees."""
+        path = offset_file(self.path, base, INDEX_SUFFIX)
+        try:
+            data = self.store.read(path, 0, self.store.size(path))
+            entries = OffsetIndex.from_bytes(data[: len(data) - len(data) % OffsetIndex.entry.size])
+        except (FileNotFoundError, IndexInvalid):
+            return None
+        entry = entries.floor(offset - base)
+        if entry is None:
+            return None
+        relative, byte = entry
+        header_bytes = self.store.read(offset_file(self.path, base, LOG_SUFFIX), byte, HEADER_BYTES)
+        if len(header_bytes) < HEADER_BYTES or parse_header(header_bytes).base_offset != base + relative:
+            return None
+        return _Position(base, byte, base + relative)
+
+
+def _out_of_range(offset: int, path: str) -> OffsetOutOfRange:
+    """A segment vanished under the read: retention or DeleteRecords moved the start past it."""
+    return OffsetOutOfRange(f"offset {offset} of {path} was deleted while being read")
