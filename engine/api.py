@@ -27,13 +27,14 @@ from .groups.types import (
     SyncRequest,
     TopicLookup,
 )
-from .partitions import Appended, Durability, PartitionInfo, Partitions, TopicPartition
+from .partitions import Appended, Durability, PartitionInfo, Partitions
 from .producer_ids import ProducerIds
 from .service import Engine
 from .settings import EngineSettings
 from .store.base import Store
 from .store.local import LocalStore
 from .topics import Topics
+from .types import TopicPartition
 
 
 def hdfs_store(address: str, root: str) -> Store:

@@ -19,7 +19,7 @@ import asyncio
 import enum
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 from ..records.header import BatchHeader
 from .errors import DuplicateBatch, NotServedHere, UnknownPartition
@@ -27,13 +27,9 @@ from .partition.memory import MemoryPool
 from .partition.partition import Partition
 from .partition.persister import Persister
 from .partition.workers import Workers
+from .types import TopicPartition
 
 T = TypeVar("T")
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 class Durability(enum.Enum):

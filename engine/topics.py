@@ -25,8 +25,9 @@ from .log.config import LogConfig
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
 from .partition.workers import Workers
-from .partitions import Partitions, TopicPartition
+from .partitions import Partitions
 from .store.base import Store
+from .types import TopicPartition
 
 T = TypeVar("T")
 

@@ -31,8 +31,8 @@ from ..log.files import read_published, write_published
 from ..log.log import PartitionLog, check_handed
 from ..log.producers import ProducerState
 from ..store.base import Store
-from .epochs import EpochHistory
 from .memory import MemoryPool
+from .sessions import SessionHistory
 from .tail import Tail
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ CLOSE_WAIT_S = 10.0  # how long close waits for a store call in progress
 
 
 class Partition:
-    def __init__(self, store: Store, path: str, log: PartitionLog, history: EpochHistory, pool: MemoryPool,
+    def __init__(self, store: Store, path: str, log: PartitionLog, history: SessionHistory, pool: MemoryPool,
                  sync_flush: bool = False) -> None:
         self.store = store
         self.path = path
@@ -63,9 +63,9 @@ class Partition:
              sync_flush: bool = False) -> Partition:
         store.mkdir(path)
         log = PartitionLog.open(store, path, config, now_ms)
-        history = EpochHistory.load(store, f"{path}/epochs")
+        history = SessionHistory.load(store, path)
         history.begin(log.end_offset)
-        history.save(store, f"{path}/epochs")
+        history.save(store, path)
         partition = cls(store, path, log, history, pool, sync_flush)
         partition._publish_recovered()
         return partition
@@ -102,10 +102,6 @@ class Partition:
     @property
     def checkpoint(self) -> int:
         """C: every offset below it is persisted."""
-        return self.tail.checkpoint
-
-    @property
-    def high_watermark(self) -> int:
         return self.tail.checkpoint
 
     # -- writing ---------------------------------------------------------------------------

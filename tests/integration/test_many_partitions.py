@@ -15,6 +15,7 @@ from martlet.engine import partitions as engine_partitions
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store.local import LocalStore
+from martlet.engine.types import TopicPartition as EngineTopicPartition
 from tests.integration.clients import unique_topic
 from tests.unit.engine.log.log_batches import make_batch
 
@@ -75,7 +76,7 @@ def test_the_memory_pool_stays_within_its_budget_across_ten_thousand_partitions(
             peak = 0
             for topic in range(TOPICS):
                 for partition in range(PER_TOPIC):
-                    engine.partitions.append(engine_partitions.TopicPartition(f"t{topic}", partition),
+                    engine.partitions.append(EngineTopicPartition(f"t{topic}", partition),
                                              *make_batch(record_count=4, payload=b"p" * 2000),
                                              engine_partitions.Durability.MEMORY)
                 await engine.flush()
@@ -83,7 +84,7 @@ def test_the_memory_pool_stays_within_its_budget_across_ten_thousand_partitions(
             assert peak <= BUDGET_BYTES, f"the pool held {peak} bytes, over its {BUDGET_BYTES}-byte budget"
             # 20 MB went in; what memory gave up is read back from the store
             for topic in (0, TOPICS // 2, TOPICS - 1):
-                data = await engine.partitions.read(engine_partitions.TopicPartition(f"t{topic}", 7), 0, 1 << 20)
+                data = await engine.partitions.read(EngineTopicPartition(f"t{topic}", 7), 0, 1 << 20)
                 assert len(data) == len(make_batch(record_count=4, payload=b"p" * 2000)[0])
             assert engine.pool.used_bytes <= BUDGET_BYTES
         finally:

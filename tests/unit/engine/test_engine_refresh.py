@@ -9,10 +9,10 @@ import pytest
 
 from martlet.engine.clock import ManualClock
 from martlet.engine.errors import UnknownPartition
-from martlet.engine.partitions import TopicPartition
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store import MemoryStore
+from martlet.engine.types import TopicPartition
 
 
 def open_engine(store: MemoryStore) -> Engine:

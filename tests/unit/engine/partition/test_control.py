@@ -3,10 +3,11 @@
 import asyncio
 
 from martlet.engine.clock import ManualClock
-from martlet.engine.partitions import Durability, TopicPartition
+from martlet.engine.partitions import Durability
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store.memory import MemoryStore
+from martlet.engine.types import TopicPartition
 from martlet.records.build import NewRecord, Producer, build_batch
 from martlet.records.control import ControlType, Marker
 from martlet.records.decode import control_marker

@@ -5,7 +5,9 @@ gateway shows it as the leader epoch, which clients require to never go down). T
 records at which offset each session began, so a reader can ask where the data written in
 an older session ends (Kafka's OffsetForLeaderEpoch, KIP-101/KIP-320).
 
-File `epochs`: one line per session, "<session> <start offset>", ascending in both.
+File `sessions` in the partition's directory: one line per session, "<session> <start
+offset>", ascending in both. Data dirs written before the name was settled call it `epochs`:
+it is read when `sessions` is missing, and removed once `sessions` is written.
 """
 
 from __future__ import annotations
@@ -16,21 +18,25 @@ from ..store.atomic import read_whole, write_atomically
 from ..store.base import Store
 
 UNDEFINED = -1
+FILE = "sessions"
+LEGACY_FILE = "epochs"
 
 
-class EpochHistory:
+class SessionHistory:
     def __init__(self, entries: list[tuple[int, int]]) -> None:
         self.entries = entries
 
     @classmethod
-    def load(cls, store: Store, path: str) -> EpochHistory:
-        if not store.exists(path):
-            return cls([])
-        lines = read_whole(store, path).decode().split("\n")
-        return cls([(int(a), int(b)) for a, b in (line.split() for line in lines if line.strip())])
+    def load(cls, store: Store, directory: str) -> SessionHistory:
+        for name in (FILE, LEGACY_FILE):
+            if store.exists(f"{directory}/{name}"):
+                lines = read_whole(store, f"{directory}/{name}").decode().split("\n")
+                return cls([(int(a), int(b)) for a, b in (line.split() for line in lines if line.strip())])
+        return cls([])
 
-    def save(self, store: Store, path: str) -> None:
-        write_atomically(store, path, "".join(f"{e} {o}\n" for e, o in self.entries).encode())
+    def save(self, store: Store, directory: str) -> None:
+        write_atomically(store, f"{directory}/{FILE}", "".join(f"{s} {o}\n" for s, o in self.entries).encode())
+        store.delete(f"{directory}/{LEGACY_FILE}")
 
     @property
     def latest(self) -> int:
