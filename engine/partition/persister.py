@@ -42,11 +42,13 @@ from ..clock import Clock, Timer
 from .partition import Partition
 from .workers import Workers
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 RETRY_MS_FIRST = 50
 FLUSH_TIMEOUT_S = 30.0
 RELOAD_TIMEOUT_S = 300.0  # reopening may wait for HDFS lease recovery (up to 120 s)
+INLINE_SLOW_S = 0.02  # an inline flush slower than this sends flushes to the workers ...
+INLINE_PAUSE_S = 10.0  # ... for this long, so a slow local disk stalls the loop once, not on every write
 PUBLISH_MS = 1000  # how often a partition's C is published at most (EngineSettings.checkpoint_publish_ms)
 
 
@@ -80,16 +82,16 @@ class Persister:
         self._publish_timer: Timer | None = None
         self._publishing = 0  # publish jobs of the running sweep
         self._progress: list[asyncio.Future[None]] = []  # drain waits for the next job to end
+        self._inline_paused_until = 0.0  # clock.monotonic(): inline flushes resume then
 
     def schedule(self, partition: Partition) -> None:
         """Event loop, after an append: make sure a flush for `partition` is coming."""
         if partition.persisting:
             return
         partition.persisting = True
-        if self.inline and self.flush_ms <= 0 and not partition.sync_flush:
-            here = [(partition, *partition.tail.unpersisted(self.flush_bytes))]
-            self._flushed([partition], _write_all(here))  # C covers the batch before append returns
-            return
+        if self.flush_ms <= 0 and not partition.sync_flush and self._inline_now():
+            self._flush_inline([(partition, *partition.tail.unpersisted(self.flush_bytes))])
+            return  # C covers the batch before append returns
         self._due[partition] = None
         urgent = partition.sync_flush or self.flush_ms <= 0 or partition.tail.unpersisted_bytes >= self.flush_bytes
         self._arm(urgent)
@@ -117,16 +119,31 @@ class Persister:
                 self._finish(partition)
             else:
                 items.append((partition, *partition.tail.unpersisted(self.flush_bytes)))
-        if self.inline:
+        if self._inline_now():
             here = [item for item in items if not item[0].sync_flush]
             items = [item for item in items if item[0].sync_flush]
             if here:
-                self._flushed([p for p, _, _ in here], _write_all(here))
+                self._flush_inline(here)
         jobs = min(self.threads, len(items))
         for number in range(jobs):
             chunk = items[number::jobs]
             self._start([p for p, _, _ in chunk], "flush", self.flush_timeout_s, _write_all, chunk,
                         then=self._flushed)
+
+    def _inline_now(self) -> bool:
+        """Flushes that need no sync run on the loop on a local store, unless one lately took
+        longer than INLINE_SLOW_S (a disk under pressure): then the workers take them."""
+        return self.inline and self.clock.monotonic() >= self._inline_paused_until
+
+    def _flush_inline(self, items: list[tuple[Partition, list[Any], list[Any]]]) -> None:
+        started = self.clock.monotonic()
+        results = _write_all(items)
+        took_s = self.clock.monotonic() - started
+        if took_s > INLINE_SLOW_S:
+            self._inline_paused_until = started + took_s + INLINE_PAUSE_S
+            logger.warning("a flush on the event loop took %.0f ms: flushing on worker threads for %.0f s",
+                        took_s * 1000, INLINE_PAUSE_S)
+        self._flushed([p for p, _, _ in items], results)
 
     def _flushed(self, partitions: list[Partition], results: list[int | BaseException]) -> None:
         for partition, result in zip(partitions, results, strict=True):
@@ -134,7 +151,7 @@ class Persister:
                 self._failed(partition, result)
                 continue
             if self._retry_ms.pop(partition, None) is not None:
-                log.warning("%s: persisting again (checkpoint %d)", partition.path, result)
+                logger.warning("%s: persisting again (checkpoint %d)", partition.path, result)
             partition.persisted(result)
             self._to_publish(partition)
             self._continue(partition)
@@ -196,7 +213,7 @@ class Persister:
             return
         delay = self._retry_ms.get(partition, 0)
         if not delay:
-            log.warning("%s: persisting failed, keeping %d bytes in memory and retrying: %s",
+            logger.warning("%s: persisting failed, keeping %d bytes in memory and retrying: %s",
                         partition.path, partition.tail.unpersisted_bytes, error)
         delay = min(max(RETRY_MS_FIRST, delay * 2), self.retry_ms_max)
         self._retry_ms[partition] = delay
@@ -212,7 +229,7 @@ class Persister:
     def _reloaded(self, partitions: list[Partition], end: int) -> None:
         [partition] = partitions
         if end < partition.checkpoint:
-            log.error("%s: the store lost persisted data: it ends at %d, the checkpoint was %d",
+            logger.error("%s: the store lost persisted data: it ends at %d, the checkpoint was %d",
                       partition.path, end, partition.checkpoint)
         partition.persisted(end)
         self._to_publish(partition)
@@ -256,7 +273,7 @@ class Persister:
     def _publish_failed(self, partition: Partition, error: BaseException) -> None:
         """C stays unpublished (readers see an older one) until the next sweep."""
         if not partition.closed:
-            log.warning("%s: publishing the checkpoint failed, retrying with the next sweep: %s", partition.path, error)
+            logger.warning("%s: publishing the checkpoint failed, retrying with the next sweep: %s", partition.path, error)
             self._unpublished[partition] = None
 
     def _sweep_job_ended(self) -> None:
@@ -308,7 +325,8 @@ class Persister:
 
 
 def _write_all(items: list[tuple[Partition, list[Any], list[Any]]]) -> list[int | BaseException]:
-    """Worker thread: flush each partition's batches; one failure does not stop the rest."""
+    """A worker thread (the loop, for inline flushes): flush each partition's batches; one
+    failure does not stop the rest."""
     results: list[int | BaseException] = []
     for partition, batches, headers in items:
         try:

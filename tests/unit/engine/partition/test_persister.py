@@ -85,13 +85,13 @@ def stored_offsets(store, path="t-0") -> list[int]:
     return [header.base_offset for _, header in iter_batches(data)]
 
 
-def run(scenario, flush_timeout_s=WAIT_S, flush_ms=0, publish_ms=60_000):
+def run(scenario, flush_timeout_s=WAIT_S, flush_ms=0, publish_ms=60_000, inline=False):
     """Run scenario(persister, clock); the persister's timers run on `clock`."""
     async def wrapper():
         clock = TimerClock(1_000_000)
         limits = FlushLimits(flush_bytes=1 << 20, flush_ms=flush_ms, threads=2, retry_ms_max=RETRY_MS,
                              flush_timeout_s=flush_timeout_s, publish_ms=publish_ms)
-        persister = Persister(limits, clock)
+        persister = Persister(limits, clock, inline=inline)
         try:
             await asyncio.wait_for(scenario(persister, clock), WAIT_S)
         finally:
@@ -305,3 +305,50 @@ def test_drain_ends_when_a_partition_waiting_for_a_retry_is_closed():
         assert await drained is True  # without waiting for the drain's 60 s
 
     run(scenario)
+
+
+class ThreadNotingStore(MemoryStore):
+    """Notes which thread each log write runs on; a write may be made to take `slow_ms` of the clock."""
+
+    def __init__(self, clock: TimerClock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.slow_ms = 0
+        self.threads: list[int] = []
+
+    def open_append(self, path: str) -> MemoryAppendFile:
+        file = super().open_append(path)
+        store = self
+
+        class Noting(MemoryAppendFile):
+            def write(self, data: bytes | memoryview) -> None:
+                store.threads.append(threading.get_ident())
+                if store.slow_ms:
+                    store.clock.advance(store.slow_ms)
+                    store.slow_ms = 0
+                file.write(data)
+
+        noting = Noting(bytearray())
+        noting._data = file._data
+        return noting
+
+
+def test_a_slow_flush_on_the_loop_sends_flushes_to_the_workers_for_a_while():
+    """Inline flushes (a local store) stall the loop for at most one slow write per pause."""
+    from martlet.engine.partition.persister import INLINE_PAUSE_S
+
+    async def scenario(persister, clock):
+        loop_thread = threading.get_ident()
+        store = ThreadNotingStore(clock)
+        partition = open_partition(store, MemoryPool(1 << 20))
+        store.threads.clear()
+        store.slow_ms = 50  # the first flush takes 50 ms of the clock, on the loop
+        append(partition, persister)
+        assert store.threads == [loop_thread] and partition.checkpoint == 2  # two records a batch
+        await partition.wait_persisted(append(partition, persister)[-1])  # now on a worker
+        assert store.threads[-1] != loop_thread
+        clock.advance(int(INLINE_PAUSE_S * 1000))
+        append(partition, persister)
+        assert store.threads[-1] == loop_thread and partition.checkpoint == 6  # inline again
+
+    run(scenario, inline=True)
