@@ -54,7 +54,7 @@ TOPIC_NOTES = {
     "segment_bytes": "segment.bytes",
     "segment_ms": "segment.ms",
     "max_batch_bytes": "max.message.bytes: the largest batch a producer may send",
-    "flush_mode": '"sync": each commit is fsynced and acks=1 waits for it too (martlet.flush.mode)',
+    "flush_mode": '"sync": each flush is fsynced and acks=1 waits for it too (martlet.flush.mode)',
     "timestamp_type": '"create" or "append" (message.timestamp.type CreateTime / LogAppendTime)',
     "cleanup_policy": 'cleanup.policy; "delete" only, for now',
 }

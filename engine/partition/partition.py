@@ -1,7 +1,7 @@
 """A physical partition: memory tail, session S, checkpoint C, and the log on the store.
 
 Writes go to the memory tail and get their offsets there; the persister (persister.py)
-writes them to the log in group commits on a worker thread and moves C up. Readers see
+writes them to the log in flushes (group commits) on a worker thread and moves C up. Readers see
 offsets below C only (the high watermark), from memory when it still holds them and from
 the store otherwise. S is new on every load, so a writer that saw an earlier load learns
 that what it sent above C may be gone.
@@ -52,7 +52,7 @@ class Partition:
         self.tail = Tail(log.end_offset)
         self.producers = _copy(log.producer_state)  # the log's, plus the batches in memory
         self.closed = False
-        self.persisting = False  # the persister's flag: a commit is scheduled or running
+        self.persisting = False  # the persister's flag: a flush is scheduled or running
         self.on_checkpoint: Callable[[Partition], None] = lambda partition: None
         self._checkpoint_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.published_checkpoint = 0  # the C last written to (or found in) the checkpoint file
@@ -150,7 +150,7 @@ class Partition:
 
     def write_unpersisted(self, batches: list[bytearray], headers: list[BatchHeader]) -> int:
         """Worker thread: persist these batches (the next ones above C); returns the log end.
-        Persisted means written to the store; only flush mode "sync" also syncs each commit
+        Persisted means written to the store; only flush mode "sync" also syncs each flush
         (on HDFS every write is synced anyway; see ARCHITECTURE.md, "Durability")."""
         log, lock = self._log_state
         with lock:
@@ -212,7 +212,7 @@ class Partition:
 
     def read_stored(self, offset: int, max_bytes: int, limit: int) -> bytes:
         """Worker thread: whole batches from the store, none reaching past `limit` (C when
-        the read was asked for; a commit may have written more since)."""
+        the read was asked for; a flush may have written more since)."""
         log, lock = self._log_state
         with lock:
             data = log.read(offset, max_bytes)
