@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...records.header import BatchHeader
 from ..clock import Clock, Timer
 from .partition import Partition
 from .workers import Workers
@@ -47,6 +48,7 @@ logger = logging.getLogger(__name__)
 RETRY_MS_FIRST = 50
 FLUSH_TIMEOUT_S = 30.0
 RELOAD_TIMEOUT_S = 300.0  # reopening may wait for HDFS lease recovery (up to 120 s)
+Unpersisted = tuple[Partition, list[bytearray], list[BatchHeader]]  # a partition and what a flush writes of it
 INLINE_SLOW_S = 0.02  # an inline flush slower than this sends flushes to the workers ...
 INLINE_PAUSE_S = 10.0  # ... for this long, so a slow local disk stalls the loop once, not on every write
 PUBLISH_MS = 1000  # how often a partition's C is published at most (EngineSettings.checkpoint_publish_ms)
@@ -135,7 +137,7 @@ class Persister:
         longer than INLINE_SLOW_S (a disk under pressure): then the workers take them."""
         return self.inline and self.clock.monotonic() >= self._inline_paused_until
 
-    def _flush_inline(self, items: list[tuple[Partition, list[Any], list[Any]]]) -> None:
+    def _flush_inline(self, items: list[Unpersisted]) -> None:
         started = self.clock.monotonic()
         results = _write_all(items)
         took_s = self.clock.monotonic() - started
@@ -324,7 +326,7 @@ class Persister:
         self.workers.shutdown()
 
 
-def _write_all(items: list[tuple[Partition, list[Any], list[Any]]]) -> list[int | BaseException]:
+def _write_all(items: list[Unpersisted]) -> list[int | BaseException]:
     """A worker thread (the loop, for inline flushes): flush each partition's batches; one
     failure does not stop the rest."""
     results: list[int | BaseException] = []
