@@ -75,7 +75,7 @@ class Engine:
         if self._retention_task:
             self._retention_task.cancel()
         if self.groups:
-            self.groups.close()
+            await self.groups.close()
         partitions = list(self.partitions.opened())
         if not await self.persister.drain(partitions, self.settings.drain_ms / 1000):
             lost = sum(p.tail.unpersisted_bytes for p in partitions)
@@ -98,7 +98,7 @@ class Engine:
     async def _retention_loop(self) -> None:
         while True:
             await asyncio.sleep(self.settings.retention_check_ms / 1000)
-            self.groups.expire_offsets()
+            await self.groups.expire_offsets()
             deleted = await self.partitions.apply_retention()
             if deleted:
                 log.info("retention deleted %d segments", deleted)
