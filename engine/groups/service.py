@@ -27,6 +27,7 @@ that may change a deadline wakes it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -102,6 +103,8 @@ class Groups:
     async def close(self) -> None:
         if self._timer:
             self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
         for futures in self._waiters.values():
             for future in futures:
                 future.cancel()
