@@ -96,6 +96,7 @@ class Groups:
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Any]]] = {}
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
+        self._publishing: set[asyncio.Task[None]] = set()  # records being written before their replies go out
 
     def start(self) -> None:
         self._timer = asyncio.get_running_loop().create_task(self._run_timer())
@@ -139,15 +140,21 @@ class Groups:
         replies must still go out (a JoinGroup waiter would hang otherwise). The groups not
         written are tried again after the next call; a restart before that resumes them
         from their previous record, which costs a rebalance, as before records existed."""
+        await self._written(self._queue_records())
+
+    def _queue_records(self) -> list[tuple[str, Awaitable[None]]]:
+        """Queue the record of every touched group (and of those a store error held back)."""
         due = sorted(self._unrecorded | self.consumer.take_touched() | self.machine.take_touched())
         self._unrecorded.difference_update(due)
-        queued = [(group_id, self._record(group_id)) for group_id in due]
+        return [(group_id, written) for group_id in due if (written := self._record(group_id)) is not None]
+
+    async def _written(self, queued: list[tuple[str, Awaitable[None]]]) -> None:
+        """Wait for every change queued so far; note the records that failed, to retry."""
         await self.offsets.wait_written()
         errors = []
         for group_id, written in queued:
             try:
-                if written is not None:
-                    await written
+                await written
             except OSError as error:
                 self._unrecorded.add(group_id)
                 errors.append(error)
@@ -184,8 +191,7 @@ class Groups:
 
     async def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[GroupError]:
         errors, replies = self.machine.leave(group_id, leaving, self.now_ms())
-        await self._record_touched()
-        self._deliver(replies)
+        await self._record_then_deliver(replies)
         return errors
 
     def _claim_for_classic(self, group_id: str) -> bool:
@@ -224,12 +230,21 @@ class Groups:
             future = asyncio.get_running_loop().create_future()
             # a client may resend while its first request still waits: both get the answer
             self._waiters.setdefault((group_id, outcome.waiting_as, kind), []).append(future)
-        await self._record_touched()
-        self._deliver(outcome.replies)
+        await self._record_then_deliver(outcome.replies)
         if future is None:
             assert isinstance(outcome.answer, (JoinResult, SyncResult))
             return outcome.answer
         return await future
+
+    async def _record_then_deliver(self, replies: list[Reply]) -> None:
+        """Record the touched groups, then deliver `replies` (other members' answers among
+        them), in a task of its own: a caller cancelled meanwhile (its connection aborted)
+        must not keep those answers from going out."""
+        task = asyncio.get_running_loop().create_task(self._written(self._queue_records()))
+        task.add_done_callback(lambda _: self._deliver(replies))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
+        await asyncio.shield(task)
 
     def _deliver(self, replies: list[Reply]) -> None:
         for reply in replies:

@@ -103,7 +103,10 @@ class OffsetWriter:
             await asyncio.wait([self._queue[-1].settled])
 
     async def close(self, shards: list[OffsetStore]) -> None:
-        """Let the queued jobs finish, then close the logs on the thread and stop it."""
+        """Let the queued jobs finish, then close the logs on the thread and stop it. Once:
+        a stopped thread would never run a second close."""
+        if self._closed:
+            return
         self._closed = True
         try:
             await asyncio.get_running_loop().run_in_executor(self._thread, _close_all, shards)
