@@ -21,6 +21,8 @@ Layout under the store root:
                                      the setting only applies to a new data dir, since
                                      changing it would move groups away from their records
     internal/group-shards/<n>/       shard n's log, created on the shard's first write
+    internal/group-shards/<n>.compact, <n>.old
+                                     a compaction under way (offsets.py); open settles it
 
 Upgrade: a data dir written before shards has one log for every group at
 `internal/group-offsets/`. Opening migrates it: its live offsets and records are appended
