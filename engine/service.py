@@ -16,7 +16,7 @@ import uuid
 from .catalog.catalog import Catalog
 from .clock import Clock, SystemClock
 from .cluster import ClusterView, EmbeddedCluster, NodeIdentity
-from .groups.service import Groups
+from .groups.service import Groups, Shards
 from .partition.memory import MemoryPool
 from .partition.persister import FlushLimits, Persister
 from .partitions import Partitions
@@ -63,7 +63,7 @@ class Engine:
         self.topics.open_all()
         settings = self.settings
         self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms,
-                             offsets_shards=settings.offsets_shards, owns_shard=self.cluster.owns_shard)
+                             shards=Shards(settings.offsets_shards, self.cluster.owns_shard))
 
     def start_background(self) -> None:
         """Start the timers; needs a running event loop."""
@@ -76,7 +76,7 @@ class Engine:
         if self._retention_task:
             self._retention_task.cancel()
         if self.groups:
-            self.groups.close()
+            await self.groups.close()
         partitions = list(self.partitions.opened())
         if not await self.persister.drain(partitions, self.settings.drain_ms / 1000):
             lost = sum(p.tail.unpersisted_bytes for p in partitions)
@@ -99,7 +99,7 @@ class Engine:
     async def _retention_loop(self) -> None:
         while True:
             await asyncio.sleep(self.settings.retention_check_ms / 1000)
-            self.groups.expire_offsets()
+            await self.groups.expire_offsets()
             deleted = await self.partitions.apply_retention()
             if deleted:
                 logger.info("retention deleted %d segments", deleted)

@@ -11,18 +11,28 @@ Membership survives a restart or a move: after every call into a state machine, 
 it touched are written as membership records to their offsets shard (`_record_touched`),
 and opening replays them (`_restore`), so members keep their ids, generations and epochs.
 
-This module is the only group code that knows asyncio. A timer task calls both machines'
-`tick` at their next deadline (at least every `TICK_MS_MAX`), and every call that may change
-a deadline wakes it.
+Threads: everything here runs on the event loop, and no store call does. The machines and
+the offsets' state are memory; a change to the offsets or a membership record is queued to
+the groups' worker thread (shards.py, writer.py) and awaited, so the methods that write are
+coroutines (`join`, `sync`, `leave`, `consumer_heartbeat`, `tick`, `commit`,
+`delete_offsets`, `delete`, `expire_offsets`, `close`); the readers (`committed`,
+`describe`, `list`, the validations, the classic `heartbeat`) answer from memory at once.
+A call's replies go out once its records are written (`_record_touched`).
+
+Besides writer.py, this module is the only group code that knows asyncio. A timer task calls
+both machines' `tick` at their next deadline (at least every `TICK_MS_MAX`), and every call
+that may change a deadline wakes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ..store.base import Store
@@ -72,33 +82,50 @@ _CLASSIC_STATE = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class MemberIds:
+    """Where new member ids come from (randomness is injected: tests count instead)."""
+
+    classic: Callable[[str], str] = random_member_id  # from the client id, as Kafka does
+    consumer: Callable[[], str] = random_consumer_member_id
+
+
+@dataclass(frozen=True, slots=True)
+class Shards:
+    """How many offsets shards there are, and which this node owns (engine/cluster.py)."""
+
+    count: int = SHARDS_DEFAULT
+    owns: Callable[[int], bool] = lambda _shard: True
+
+
 class Groups:
-    def __init__(self, store: Store, limits: GroupLimits, now_ms: Callable[[], int],
-                 offsets_retention_ms: int, new_member_id: Callable[[str], str] = random_member_id,
-                 consumer_limits: ConsumerGroupLimits | None = None,
-                 new_consumer_member_id: Callable[[], str] = random_consumer_member_id,
-                 offsets_shards: int = SHARDS_DEFAULT, owns_shard: Callable[[int], bool] = lambda shard: True) -> None:
+    def __init__(self, store: Store, limits: GroupLimits, now_ms: Callable[[], int], offsets_retention_ms: int,
+                 consumer_limits: ConsumerGroupLimits | None = None, ids: MemberIds = MemberIds(),
+                 shards: Shards = Shards()) -> None:
         self.now_ms = now_ms
-        self.machine = ClassicCoordinator(limits, new_member_id)
-        self.consumer = ConsumerCoordinator(consumer_limits or ConsumerGroupLimits(), new_consumer_member_id)
-        self.offsets = OffsetShards.open(store, now_ms, offsets_shards, owns_shard)
+        self.machine = ClassicCoordinator(limits, ids.classic)
+        self.consumer = ConsumerCoordinator(consumer_limits or ConsumerGroupLimits(), ids.consumer)
+        self.offsets = OffsetShards.open(store, now_ms, shards.count, shards.owns)
         self._unrecorded: set[str] = set()  # touched groups whose record a store error held back
         self._restore()
         self.offsets_retention_ms = offsets_retention_ms
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Any]]] = {}
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
+        self._publishing: set[asyncio.Task[None]] = set()  # records being written before their replies go out
 
     def start(self) -> None:
         self._timer = asyncio.get_running_loop().create_task(self._run_timer())
 
-    def close(self) -> None:
+    async def close(self) -> None:
         if self._timer:
             self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
         for futures in self._waiters.values():
             for future in futures:
                 future.cancel()
-        self.offsets.close()
+        await self.offsets.close()
 
     def shard_of(self, group_id: str) -> int:
         """The offsets shard holding the group (its coordinator is that shard's owner)."""
@@ -115,48 +142,63 @@ class Groups:
             else:
                 self.consumer.restore(record, now_ms)
 
-    def _record_touched(self) -> None:
-        """Write the new record of every group the machines changed (log first: this runs
-        before any reply of the call is delivered). A group id is one protocol's at a time,
-        so the machine that has the group speaks for it; neither has it: it is gone.
+    async def _record_touched(self) -> None:
+        """Write the new record of every group the machines changed, and wait until it and
+        every change queued before it are written: log first, as this runs before any reply
+        of the call is delivered (a reply that reads a state another call changed waits for
+        that call's record too, as in Kafka's coordinator). A group id is one protocol's at
+        a time, so the machine that has the group speaks for it; neither has it: it is gone.
+
+        The records are queued at once, in the machines' order, before anything is awaited,
+        so each log holds them in the order the machines made them.
 
         A store error is logged, not raised: the machines' state has moved on and their
         replies must still go out (a JoinGroup waiter would hang otherwise). The groups not
         written are tried again after the next call; a restart before that resumes them
         from their previous record, which costs a rebalance, as before records existed."""
-        due = sorted(self._unrecorded | self.consumer.take_touched() | self.machine.take_touched())
-        self._unrecorded = set(due)
-        try:
-            for group_id in due:
-                self._record(group_id)
-                self._unrecorded.discard(group_id)
-        except OSError as error:
-            log.warning("group records of %d groups not written yet: %s", len(self._unrecorded), error)
+        await self._written(self._queue_records())
 
-    def _record(self, group_id: str) -> None:
+    def _queue_records(self) -> list[tuple[str, Awaitable[None]]]:
+        """Queue the record of every touched group (and of those a store error held back)."""
+        due = sorted(self._unrecorded | self.consumer.take_touched() | self.machine.take_touched())
+        self._unrecorded.difference_update(due)
+        return [(group_id, written) for group_id in due if (written := self._record(group_id)) is not None]
+
+    async def _written(self, queued: list[tuple[str, Awaitable[None]]]) -> None:
+        """Wait for every change queued so far; note the records that failed, to retry."""
+        await self.offsets.wait_written()
+        errors = []
+        for group_id, written in queued:
+            try:
+                await written
+            except OSError as error:
+                self._unrecorded.add(group_id)
+                errors.append(error)
+        if errors:
+            log.warning("group records of %d groups not written yet: %s", len(self._unrecorded), errors[0])
+
+    def _record(self, group_id: str) -> Awaitable[None] | None:
+        """Queue the group's current record, unless its log already ends with it."""
         record: MembershipChange | None
         if self.machine.has(group_id):
             record = self.machine.record(group_id)
         else:
             record = self.consumer.record(group_id)
-        if record is not None and record != self.offsets.membership(group_id):
-            self.offsets.record_membership(record)
+        return None if record is None else self.offsets.record_membership(record)
 
     # -- membership
 
     async def join(self, request: JoinRequest) -> JoinResult:
         if not self._claim_for_classic(request.group_id):
-            self._record_touched()
+            await self._record_touched()
             return JoinResult(GroupError.INCONSISTENT_PROTOCOL, member_id=request.member_id)
         outcome = self.machine.join(request, self.now_ms())
-        self._record_touched()
         result = await self._settle(request.group_id, "join", outcome)
         assert isinstance(result, JoinResult)
         return result
 
     async def sync(self, request: SyncRequest) -> SyncResult:
         outcome = self.machine.sync(request, self.now_ms())
-        self._record_touched()
         result = await self._settle(request.group_id, "sync", outcome)
         assert isinstance(result, SyncResult)
         return result
@@ -164,10 +206,9 @@ class Groups:
     def heartbeat(self, group_id: str, member_id: str, generation_id: int, instance_id: str | None) -> GroupError:
         return self.machine.heartbeat(group_id, member_id, generation_id, instance_id, self.now_ms())
 
-    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[GroupError]:
+    async def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[GroupError]:
         errors, replies = self.machine.leave(group_id, leaving, self.now_ms())
-        self._record_touched()
-        self._deliver(replies)
+        await self._record_then_deliver(replies)
         return errors
 
     def _claim_for_classic(self, group_id: str) -> bool:
@@ -182,13 +223,13 @@ class Groups:
 
     # -- consumer protocol (KIP-848)
 
-    def consumer_heartbeat(self, request: HeartbeatRequest, topics: TopicLookup) -> HeartbeatResult:
+    async def consumer_heartbeat(self, request: HeartbeatRequest, topics: TopicLookup) -> HeartbeatResult:
         if not self._claim_for_consumer(request.group_id):
-            self._record_touched()
+            await self._record_touched()
             return HeartbeatResult(GroupError.GROUP_NOT_FOUND,
                                    message=f"Group {request.group_id} is not a consumer group.")
         result = self.consumer.heartbeat(request, topics, self.now_ms())
-        self._record_touched()
+        await self._record_touched()
         self._wake.set()
         return result
 
@@ -199,16 +240,28 @@ class Groups:
         return GroupError.GROUP_NOT_FOUND if view is None else view
 
     async def _settle(self, group_id: str, kind: str, outcome: Outcome) -> JoinResult | SyncResult:
+        """Record what the machine's step changed, then deliver its replies and answer. The
+        waiter is registered before the records are awaited: a later call may reply to it."""
         future: asyncio.Future[JoinResult | SyncResult] | None = None
         if outcome.answer is None:
             future = asyncio.get_running_loop().create_future()
             # a client may resend while its first request still waits: both get the answer
             self._waiters.setdefault((group_id, outcome.waiting_as, kind), []).append(future)
-        self._deliver(outcome.replies)
+        await self._record_then_deliver(outcome.replies)
         if future is None:
             assert isinstance(outcome.answer, (JoinResult, SyncResult))
             return outcome.answer
         return await future
+
+    async def _record_then_deliver(self, replies: list[Reply]) -> None:
+        """Record the touched groups, then deliver `replies` (other members' answers among
+        them), in a task of its own: a caller cancelled meanwhile (its connection aborted)
+        must not keep those answers from going out."""
+        task = asyncio.get_running_loop().create_task(self._written(self._queue_records()))
+        task.add_done_callback(lambda _: self._deliver(replies))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
+        await asyncio.shield(task)
 
     def _deliver(self, replies: list[Reply]) -> None:
         for reply in replies:
@@ -230,14 +283,14 @@ class Groups:
                 await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
             except TimeoutError:
                 pass
-            self._deliver(self.tick())
+            self._deliver(await self.tick())
 
-    def tick(self) -> list[Reply]:
+    async def tick(self) -> list[Reply]:
         """Run both machines' timers now and record what they changed; the replies due."""
         now_ms = self.now_ms()
         self.consumer.tick(now_ms)
         replies = self.machine.tick(now_ms)
-        self._record_touched()
+        await self._record_touched()
         return replies
 
     # -- offsets
@@ -256,7 +309,7 @@ class Groups:
         return self.consumer.validate_fetch(group_id, member_id, member_epoch)
 
     async def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
-        self.offsets.commit(group_id, offsets)
+        await self.offsets.commit(group_id, offsets)
 
     def committed(self, group_id: str, topic: str, partition: int, topic_id: str) -> CommittedOffset | None:
         return self.offsets.fetch(group_id, topic, partition, topic_id)
@@ -266,10 +319,11 @@ class Groups:
         return self.offsets.group_offsets(group_id)
 
     async def delete_offsets(self, group_id: str, topic: str, partitions: list[int]) -> None:
-        self.offsets.delete_offsets(group_id, topic, partitions)
+        await self.offsets.delete_offsets(group_id, topic, partitions)
 
-    def expire_offsets(self) -> int:
-        return self.offsets.expire(self.now_ms(), self.offsets_retention_ms, self.is_empty)
+    async def expire_offsets(self) -> int:
+        """Drop the offsets past retention of groups with no members; how many were dropped."""
+        return await self.offsets.expire(self.now_ms(), self.offsets_retention_ms, self.is_empty)
 
     # -- admin
 
@@ -322,22 +376,20 @@ class Groups:
                 rows.append(ListedGroup(view.group_id, "consumer", own.state.value, "consumer"))
         return rows
 
-    def delete(self, group_id: str) -> GroupError:
+    async def delete(self, group_id: str) -> GroupError:
         error = self._delete(group_id)
-        self._record_touched()
+        if error is GroupError.NONE:
+            await self.offsets.delete_group(group_id)
+        await self._record_touched()
         return error
 
     def _delete(self, group_id: str) -> GroupError:
+        """Delete the group from its machine; NONE if its offsets are to go too."""
         if self.consumer.has(group_id):
-            error = self.consumer.delete(group_id)
-            if error is GroupError.NONE:
-                self.offsets.delete_group(group_id)
-            return error
+            return self.consumer.delete(group_id)
         error = self.machine.delete(group_id)
         if error is GroupError.GROUP_NOT_FOUND and self.offsets.has_group(group_id):
             error = GroupError.NONE
-        if error is GroupError.NONE:
-            self.offsets.delete_group(group_id)
         return error
 
 

@@ -9,11 +9,20 @@ Each shard is an OffsetStore (offsets.py) with its own log, replayed on its own,
 processes can own different shards; the shard is what a coordinator owns (cluster.py). This
 process opens only the shards its ClusterView says it owns.
 
+Threads: `open` (start-up, before anything is served) opens and replays the existing shards
+and migrates a legacy log in the caller's thread. Once serving, reads answer from memory on
+the event loop, and every change goes through the OffsetWriter (writer.py): made on the loop,
+appended by the groups' worker thread, applied on the loop; the mutators return once their
+change is applied. A shard first written after start-up is made empty on the loop, without a
+store call, and its log is created by the worker thread at the first append.
+
 Layout under the store root:
     internal/group-shards/count      the shard count, written once when the layout is created;
                                      the setting only applies to a new data dir, since
                                      changing it would move groups away from their records
     internal/group-shards/<n>/       shard n's log, created on the shard's first write
+    internal/group-shards/<n>.compact, <n>.old
+                                     a compaction under way (offsets.py); open settles it
 
 Upgrade: a data dir written before shards has one log for every group at
 `internal/group-offsets/`. Opening migrates it: its live offsets and records are appended
@@ -23,13 +32,16 @@ delete repeats the migration, which is harmless (commits are upserts of the same
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
 
 from ..errors import InvalidConfig
 from ..store import Store
 from ..store.atomic import read_whole, write_atomically
 from .membership import GroupGone, GroupRecord, MembershipChange
 from .offsets import COMPACT_SUFFIX, OLD_SUFFIX, SEGMENT_BYTES, CommittedOffset, OffsetStore
+from .records import Change
+from .writer import OffsetWriter
 
 SHARDS_DIR = "internal/group-shards"
 COUNT_PATH = f"{SHARDS_DIR}/count"
@@ -49,7 +61,8 @@ def shard_of(group_id: str, count: int) -> int:
 
 
 class OffsetShards:
-    """Routes each group to its shard's OffsetStore. Same calls as an OffsetStore."""
+    """Routes each group to its shard's OffsetStore: reads from memory, changes through the
+    writer (their awaitables resolve once the change is applied)."""
 
     def __init__(self, store: Store, now_ms: Callable[[], int], count: int,
                  owns_shard: Callable[[int], bool], segment_bytes: int) -> None:
@@ -59,6 +72,7 @@ class OffsetShards:
         self._owns_shard = owns_shard
         self._segment_bytes = segment_bytes
         self._shards: dict[int, OffsetStore] = {}
+        self._writer = OffsetWriter()
 
     @classmethod
     def open(cls, store: Store, now_ms: Callable[[], int], count: int,
@@ -66,9 +80,9 @@ class OffsetShards:
              segment_bytes: int = SEGMENT_BYTES) -> OffsetShards:
         """Open the owned shards that exist, after migrating a legacy single log."""
         shards = cls(store, now_ms, _settle_count(store, count), owns_shard, segment_bytes)
-        for name in store.list(SHARDS_DIR):
-            if name.isdigit() and int(name) < shards.count and owns_shard(int(name)):
-                shards._open_shard(int(name))
+        for number in _shard_numbers(store.list(SHARDS_DIR)):
+            if number < shards.count and owns_shard(number):
+                shards._open_shard(number)
         if any(store.exists(LEGACY_PATH + suffix) for suffix in ("", COMPACT_SUFFIX, OLD_SUFFIX)):
             shards._migrate_legacy()  # (a compaction it crashed in is settled by its open)
         return shards
@@ -102,41 +116,55 @@ class OffsetShards:
         records = [record for shard in self._shards.values() for record in shard.memberships()]
         return sorted(records, key=lambda record: record.group_id)
 
-    # -- changing
+    # -- changing (event loop)
 
-    def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
+    async def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
         if offsets:
-            self._shard(group_id).commit(group_id, offsets)
+            shard = self._shard(group_id)
+            await self._write(shard, shard.commit_change(group_id, offsets))
 
-    def delete_group(self, group_id: str) -> None:
+    async def delete_group(self, group_id: str) -> None:
         shard = self._existing(group_id)
         if shard is not None:
-            shard.delete_group(group_id)
+            await self._write(shard, shard.delete_group_change(group_id, self._writer.pending(group_id)))
 
-    def delete_offsets(self, group_id: str, topic: str, partitions: list[int]) -> None:
+    async def delete_offsets(self, group_id: str, topic: str, partitions: list[int]) -> None:
         shard = self._existing(group_id)
         if shard is not None:
-            shard.delete_offsets(group_id, topic, partitions)
+            pending = self._writer.pending(group_id)
+            await self._write(shard, shard.delete_offsets_change(group_id, topic, partitions, pending))
 
-    def expire(self, now_ms: int, retention_ms: int, is_empty: Callable[[str], bool]) -> int:
-        return sum(shard.expire(now_ms, retention_ms, is_empty) for shard in self._shards.values())
+    async def expire(self, now_ms: int, retention_ms: int, is_empty: Callable[[str], bool]) -> int:
+        """Remove expired offsets (OffsetStore.expiry_changes); how many were removed."""
+        removals = [(shard, removal) for shard in list(self._shards.values())
+                    for removal in shard.expiry_changes(now_ms, retention_ms, is_empty, self._writer.pending)]
+        await asyncio.gather(*(self._writer.submit(shard, removal) for shard, removal in removals))
+        return sum(len(removal.keys) for _, removal in removals)
 
-    def record_membership(self, change: MembershipChange) -> None:
+    def record_membership(self, change: MembershipChange) -> Awaitable[None] | None:
+        """Queue a group's new membership (or that it is gone) now; None if its log already
+        ends with it. Await the result to know it is written."""
         if isinstance(change, GroupGone):
             shard = self._existing(change.group_id)
-            if shard is not None:  # a group never recorded needs no tombstone
-                shard.record_membership(change)
-            return
-        self._shard(change.group_id).record_membership(change)
+            if shard is None:  # a group never recorded needs no tombstone
+                return None
+        else:
+            shard = self._shard(change.group_id)
+        record = shard.membership_change(change, self._writer.pending(change.group_id))
+        return None if record is None else self._writer.submit(shard, record)
 
-    def compact(self) -> None:
-        for shard in self._shards.values():
-            shard.compact()
+    async def wait_written(self) -> None:
+        """Until every change queued so far is written and applied (or failed)."""
+        await self._writer.wait_written()
 
-    def close(self) -> None:
-        for shard in self._shards.values():
-            shard.close()
+    async def close(self) -> None:
+        """Finish the queued changes, then close every log (on the worker thread)."""
+        await self._writer.close(list(self._shards.values()))
         self._shards.clear()
+
+    async def _write(self, shard: OffsetStore, change: Change | None) -> None:
+        if change is not None:
+            await self._writer.submit(shard, change)
 
     # -- shards
 
@@ -144,16 +172,18 @@ class OffsetShards:
         return self._shards.get(self.shard_of(group_id))
 
     def _shard(self, group_id: str) -> OffsetStore:
-        """The group's shard, created on its first write."""
+        """The group's shard; one that does not exist yet is made empty, without a store call
+        (`open` opened every shard that has a log), and its log is created by its first append."""
         number = self.shard_of(group_id)
         shard = self._shards.get(number)
         if shard is None:
             assert self._owns_shard(number), f"group {group_id!r} is in shard {number}, not served here"
-            shard = self._open_shard(number)
+            shard = OffsetStore.unopened(self._store, _shard_path(number), self._now_ms, self._segment_bytes)
+            self._shards[number] = shard
         return shard
 
     def _open_shard(self, number: int) -> OffsetStore:
-        shard = OffsetStore.open(self._store, f"{SHARDS_DIR}/{number}", self._now_ms, self._segment_bytes)
+        shard = OffsetStore.open(self._store, _shard_path(number), self._now_ms, self._segment_bytes)
         self._shards[number] = shard
         return shard
 
@@ -171,6 +201,17 @@ class OffsetShards:
         for shard in self._shards.values():
             shard.flush()  # durable before the only other copy goes
         self._store.delete(LEGACY_PATH)
+
+
+def _shard_path(number: int) -> str:
+    return f"{SHARDS_DIR}/{number}"
+
+
+def _shard_numbers(names: Iterable[str]) -> set[int]:
+    """Shards with a log, or with a compaction to settle (`<n>.compact`, `<n>.old`): a shard
+    whose crash left only those still has its state there."""
+    stems = (name.split(".", 1)[0] for name in names)
+    return {int(stem) for stem in stems if stem.isdigit()}
 
 
 def _settle_count(store: Store, wanted: int) -> int:

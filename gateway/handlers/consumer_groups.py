@@ -47,7 +47,7 @@ def topic_lookup(topics: Topics) -> TopicLookup:
 @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1)
 async def consumer_group_heartbeat(ctx: Context, header: RequestHeader,
                                    request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatAnswer:
-    result = ctx.groups.consumer_heartbeat(_heartbeat_request(header, request), topic_lookup(ctx.topics))
+    result = await ctx.groups.consumer_heartbeat(_heartbeat_request(header, request), topic_lookup(ctx.topics))
     assignment: ConsumerGroupHeartbeatAssignmentAnswer | None = None
     if result.assignment is not None:
         assignment = {"topic_partitions": [{"topic_id": topic_id, "partitions": partitions}

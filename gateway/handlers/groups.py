@@ -109,10 +109,10 @@ async def heartbeat(ctx: Context, header: RequestHeader, request: HeartbeatReque
 @handles(ApiKey.LEAVE_GROUP, 0, 5)
 async def leave_group(ctx: Context, header: RequestHeader, request: LeaveGroupRequest) -> LeaveGroupAnswer:
     if header.api_version < 3:
-        [error] = ctx.groups.leave(request.group_id, [(request.member_id, None)])  # type: ignore[attr-defined]
+        [error] = await ctx.groups.leave(request.group_id, [(request.member_id, None)])  # type: ignore[attr-defined]
         return {"throttle_time": 0, "error_code": group_code(error)}
     leaving = [(m.member_id, m.group_instance_id) for m in request.members]
-    errors = ctx.groups.leave(request.group_id, leaving)
+    errors = await ctx.groups.leave(request.group_id, leaving)
     members: list[LeaveGroupMemberAnswer] = [
         {"member_id": member_id, "group_instance_id": instance_id, "error_code": group_code(error)}
         for (member_id, instance_id), error in zip(leaving, errors, strict=True)]
@@ -155,6 +155,6 @@ def _describe(ctx: Context, group_id: str) -> DescribeGroupsDescribedGroupAnswer
 async def delete_groups(ctx: Context, header: RequestHeader, request: DeleteGroupsRequest) -> DeleteGroupsAnswer:
     results: list[DeleteGroupsDeletableGroupResultAnswer] = []
     for group_id in request.groups_names:
-        error = ctx.groups.delete(group_id)  # Kafka answers GROUP_ID_NOT_FOUND for "" too
+        error = await ctx.groups.delete(group_id)  # Kafka answers GROUP_ID_NOT_FOUND for "" too
         results.append({"group_id": group_id, "error_code": group_code(error)})
     return {"throttle_time": 0, "results": results}

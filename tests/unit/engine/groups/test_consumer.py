@@ -257,19 +257,22 @@ def test_facade_routes_commits_and_listing_by_group_type():
 
     from martlet.engine.groups.offsets import CommittedOffset
 
-    groups, catalog = facade(), Catalog(t=1)
-    assert groups.consumer_heartbeat(join("a"), catalog.lookup()).error is E.NONE
-    assert groups.validate_commit(G, "a", 1, None) is E.NONE
-    assert groups.validate_commit(G, "a", 0, None) is E.STALE_MEMBER_EPOCH
-    assert groups.validate_fetch(G, "zz", 1) is E.UNKNOWN_MEMBER
-    asyncio.run(groups.commit(G, [("t", "id-t", 0, CommittedOffset(5, -1, None, 0, "id-t"))]))
-    [row] = groups.listing()
-    assert (row.group_type, row.state, row.protocol_type) == ("consumer", "Stable", "consumer")
-    assert groups.describe(G) is not None and groups.delete(G) is E.NON_EMPTY_GROUP
-    assert groups.consumer_heartbeat(HeartbeatRequest(G, "a", -1), catalog.lookup()).error is E.NONE
-    assert groups.is_empty(G) and groups.delete(G) is E.NONE
-    assert groups.committed(G, "t", 0, "id-t") is None
-    groups.close()
+    async def scenario():
+        groups, catalog = facade(), Catalog(t=1)
+        assert (await groups.consumer_heartbeat(join("a"), catalog.lookup())).error is E.NONE
+        assert groups.validate_commit(G, "a", 1, None) is E.NONE
+        assert groups.validate_commit(G, "a", 0, None) is E.STALE_MEMBER_EPOCH
+        assert groups.validate_fetch(G, "zz", 1) is E.UNKNOWN_MEMBER
+        await groups.commit(G, [("t", "id-t", 0, CommittedOffset(5, -1, None, 0, "id-t"))])
+        [row] = groups.listing()
+        assert (row.group_type, row.state, row.protocol_type) == ("consumer", "Stable", "consumer")
+        assert groups.describe(G) is not None and await groups.delete(G) is E.NON_EMPTY_GROUP
+        assert (await groups.consumer_heartbeat(HeartbeatRequest(G, "a", -1), catalog.lookup())).error is E.NONE
+        assert groups.is_empty(G) and await groups.delete(G) is E.NONE
+        assert groups.committed(G, "t", 0, "id-t") is None
+        await groups.close()
+
+    asyncio.run(scenario())
 
 
 def test_facade_refuses_the_other_protocol_while_a_group_has_members():
@@ -277,13 +280,16 @@ def test_facade_refuses_the_other_protocol_while_a_group_has_members():
 
     from martlet.engine.groups.types import JoinRequest
 
-    groups, catalog = facade(), Catalog(t=1)
-    groups.consumer_heartbeat(join("a"), catalog.lookup())
-    classic = JoinRequest(G, "", None, "consumer", (("range", b""),), 10_000, 10_000, False)
-    assert asyncio.run(groups.join(classic)).error is E.INCONSISTENT_PROTOCOL
-    groups.consumer_heartbeat(HeartbeatRequest(G, "a", -1), catalog.lookup())
-    assert asyncio.run(groups.join(classic)).error is E.NONE  # empty: the id becomes classic
-    refused = groups.consumer_heartbeat(join("b"), catalog.lookup())
-    assert refused.error is E.GROUP_NOT_FOUND
-    assert groups.describe_consumer(G, catalog.lookup()) is E.GROUP_NOT_FOUND
-    groups.close()
+    async def scenario():
+        groups, catalog = facade(), Catalog(t=1)
+        await groups.consumer_heartbeat(join("a"), catalog.lookup())
+        classic = JoinRequest(G, "", None, "consumer", (("range", b""),), 10_000, 10_000, False)
+        assert (await groups.join(classic)).error is E.INCONSISTENT_PROTOCOL
+        await groups.consumer_heartbeat(HeartbeatRequest(G, "a", -1), catalog.lookup())
+        assert (await groups.join(classic)).error is E.NONE  # empty: the id becomes classic
+        refused = await groups.consumer_heartbeat(join("b"), catalog.lookup())
+        assert refused.error is E.GROUP_NOT_FOUND
+        assert groups.describe_consumer(G, catalog.lookup()) is E.GROUP_NOT_FOUND
+        await groups.close()
+
+    asyncio.run(scenario())

@@ -13,8 +13,9 @@ from martlet.engine.errors import CorruptBatch
 from martlet.engine.groups.classic import GroupLimits
 from martlet.engine.groups.consumer import ConsumerGroupLimits
 from martlet.engine.groups.membership import ClassicGroupRecord, ConsumerGroupRecord
+from martlet.engine.groups.offsets import OffsetStore
 from martlet.engine.groups.records import decode, encode
-from martlet.engine.groups.service import Groups
+from martlet.engine.groups.service import Groups, MemberIds, Shards
 from martlet.engine.groups.types import (
     ConsumerGroupState,
     GroupError,
@@ -25,6 +26,7 @@ from martlet.engine.groups.types import (
     TopicLookup,
 )
 from martlet.engine.store import MemoryStore
+from martlet.records.header import BatchHeader
 
 E = GroupError
 SESSION_MS = 10_000
@@ -35,9 +37,9 @@ TOPICS = TopicLookup({"t": 4}.get, lambda name: "id-t" if name == "t" else None,
 
 def open_groups(store: MemoryStore, clock: ManualClock) -> Groups:
     ids = itertools.count()
-    return Groups(store, LIMITS, clock.now_ms, 1_000_000, new_member_id=lambda prefix: f"{prefix}-{next(ids)}",
+    return Groups(store, LIMITS, clock.now_ms, 1_000_000,
                   consumer_limits=ConsumerGroupLimits(session_timeout_ms=CONSUMER_SESSION_MS),
-                  new_consumer_member_id=lambda: f"c{next(ids)}", offsets_shards=4)
+                  ids=MemberIds(lambda prefix: f"{prefix}-{next(ids)}", lambda: f"c{next(ids)}"), shards=Shards(4))
 
 
 def join_classic(groups: Groups, group_id: str) -> tuple[str, int]:
@@ -55,7 +57,7 @@ def join_classic(groups: Groups, group_id: str) -> tuple[str, int]:
 def join_consumer(groups: Groups, group_id: str) -> tuple[str, int]:
     request = HeartbeatRequest(group_id, "member-a", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
                                owned=frozenset(), member_id_required=True)
-    result = groups.consumer_heartbeat(request, TOPICS)
+    result = asyncio.run(groups.consumer_heartbeat(request, TOPICS))
     assert result.error is E.NONE and result.member_epoch > 0
     return result.member_id, result.member_epoch
 
@@ -64,7 +66,7 @@ def test_a_classic_group_survives_a_restart_and_its_member_keeps_its_id() -> Non
     store, clock = MemoryStore(), ManualClock(1_000)
     groups = open_groups(store, clock)
     member_id, generation = join_classic(groups, "classic")
-    groups.close()
+    asyncio.run(groups.close())
 
     clock.advance(SESSION_MS * 5)  # down for longer than the session: the restart restarts it
     again = open_groups(store, clock)
@@ -73,7 +75,7 @@ def test_a_classic_group_survives_a_restart_and_its_member_keeps_its_id() -> Non
     assert view is not None and view.state is GroupState.STABLE and view.generation_id == generation
     assert [m.assignment for m in view.members] == [b"assignment"]
     clock.advance(SESSION_MS - 1)
-    again.tick()
+    asyncio.run(again.tick())
     assert again.heartbeat("classic", member_id, generation, None) is E.NONE
 
 
@@ -81,10 +83,10 @@ def test_a_restored_classic_member_that_stays_silent_expires_after_a_fresh_sessi
     store, clock = MemoryStore(), ManualClock(1_000)
     groups = open_groups(store, clock)
     member_id, generation = join_classic(groups, "classic")
-    groups.close()
+    asyncio.run(groups.close())
     again = open_groups(store, clock)
     clock.advance(SESSION_MS)
-    again.tick()
+    asyncio.run(again.tick())
     assert again.heartbeat("classic", member_id, generation, None) is E.UNKNOWN_MEMBER
 
 
@@ -93,7 +95,7 @@ def test_a_consumer_group_survives_a_restart_with_its_epochs_and_assignment() ->
     groups = open_groups(store, clock)
     member_id, epoch = join_consumer(groups, "kip848")
     before = groups.describe_consumer("kip848", TOPICS)
-    groups.close()
+    asyncio.run(groups.close())
 
     clock.advance(CONSUMER_SESSION_MS * 2)
     again = open_groups(store, clock)
@@ -101,7 +103,8 @@ def test_a_consumer_group_survives_a_restart_with_its_epochs_and_assignment() ->
     assert after == before
     assert not isinstance(after, GroupError) and after.state is ConsumerGroupState.STABLE
     beat = HeartbeatRequest("kip848", member_id, epoch, member_id_required=True)
-    result = again.consumer_heartbeat(beat, TOPICS)
+    result = asyncio.run(again.consumer_heartbeat(beat, TOPICS))
+    asyncio.run(again.close())
     assert (result.error, result.member_id, result.member_epoch) == (E.NONE, member_id, epoch)
 
 
@@ -110,11 +113,11 @@ def test_deleted_and_emptied_groups_stay_gone_after_a_restart() -> None:
     groups = open_groups(store, clock)
     member_id, _ = join_consumer(groups, "kip848")
     leave = HeartbeatRequest("kip848", member_id, -1, member_id_required=True)
-    assert groups.consumer_heartbeat(leave, TOPICS).error is E.NONE
-    assert groups.delete("kip848") is E.NONE
+    assert asyncio.run(groups.consumer_heartbeat(leave, TOPICS)).error is E.NONE
+    assert asyncio.run(groups.delete("kip848")) is E.NONE
     classic_id, _ = join_classic(groups, "classic")
-    assert groups.leave("classic", [(classic_id, None)]) == [E.NONE]
-    groups.close()
+    assert asyncio.run(groups.leave("classic", [(classic_id, None)])) == [E.NONE]
+    asyncio.run(groups.close())
 
     again = open_groups(store, clock)
     assert again.describe_consumer("kip848", TOPICS) is E.GROUP_NOT_FOUND
@@ -131,7 +134,7 @@ def test_membership_records_round_trip_through_their_encoding() -> None:
     assert {type(r) for r in records} == {ClassicGroupRecord, ConsumerGroupRecord}
     for record in records:
         assert decode(encode(record)) == record
-    groups.close()
+    asyncio.run(groups.close())
 
 
 @pytest.mark.parametrize("payload", [
@@ -149,22 +152,22 @@ def test_a_malformed_membership_record_is_corrupt(payload: bytes) -> None:
         decode(payload)
 
 
-def test_a_record_the_store_refused_is_written_after_the_next_call() -> None:
+def test_a_record_the_store_refused_is_written_after_the_next_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """A failed record write must not hold back the replies; it is retried, not lost."""
     store, clock = MemoryStore(), ManualClock(1_000)
     groups = open_groups(store, clock)
-    write = groups.offsets.record_membership
+    append = OffsetStore.append
     failures = [OSError("store down")]
 
-    def flaky(change):  # type: ignore[no-untyped-def]
+    def flaky(self: OffsetStore, batch: bytearray, header: BatchHeader) -> int:  # on the worker thread
         if failures:
             raise failures.pop()
-        write(change)
+        return append(self, batch, header)
 
-    groups.offsets.record_membership = flaky  # type: ignore[method-assign]
+    monkeypatch.setattr(OffsetStore, "append", flaky)
     member_id, epoch = join_consumer(groups, "kip848")  # answered although its record failed
-    assert groups.offsets.membership("kip848") is None
-    groups.tick()
+    assert groups.offsets.membership("kip848") is None and not failures
+    asyncio.run(groups.tick())
     record = groups.offsets.membership("kip848")
     assert isinstance(record, ConsumerGroupRecord) and record.members[0].member_id == member_id
-    groups.close()
+    asyncio.run(groups.close())

@@ -19,17 +19,23 @@ def decoder(seen: list[bytes]) -> Callable[[bytes], list[str]]:
 
 
 def test_classic_members_metadata_is_decoded_by_the_caller():
-    groups, seen = facade(), []
-    request = JoinRequest(G, "", None, "consumer", (("range", b"opaque subscription"),), 10_000, 10_000, False)
-    assert asyncio.run(groups.join(request)).error is GroupError.NONE
-    assert groups.subscribed_topics(G, decoder(seen)) == {"orders", "payments"}
-    assert seen == [b"opaque subscription"]
-    groups.close()
+    async def scenario():
+        groups, seen = facade(), []
+        request = JoinRequest(G, "", None, "consumer", (("range", b"opaque subscription"),), 10_000, 10_000, False)
+        assert (await groups.join(request)).error is GroupError.NONE
+        assert groups.subscribed_topics(G, decoder(seen)) == {"orders", "payments"}
+        assert seen == [b"opaque subscription"]
+        await groups.close()
+
+    asyncio.run(scenario())
 
 
 def test_consumer_protocol_groups_need_no_decoding():
-    groups, catalog, seen = facade(), Catalog(t=1), []
-    groups.consumer_heartbeat(join("a", topics=("t",)), catalog.lookup())
-    assert groups.subscribed_topics(G, decoder(seen)) == {"t"}
-    assert seen == []
-    groups.close()
+    async def scenario():
+        groups, catalog, seen = facade(), Catalog(t=1), []
+        await groups.consumer_heartbeat(join("a", topics=("t",)), catalog.lookup())
+        assert groups.subscribed_topics(G, decoder(seen)) == {"t"}
+        assert seen == []
+        await groups.close()
+
+    asyncio.run(scenario())

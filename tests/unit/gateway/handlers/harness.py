@@ -29,11 +29,14 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID = 19, 20, 21, 22
 OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CONFIGS, ALTER_CONFIGS = 23, 32, 33
 CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, API_VERSIONS = 37, 44, 18
+CALL_S_MAX = 10.0  # a request still unanswered after this long fails the test instead of hanging it
 
 
 class Broker:
-    def __init__(self, store: Store | None = None, **settings: Any) -> None:
-        self.engine = Engine(store or MemoryStore(), EngineSettings(topic_partitions_max=64), ManualClock(NOW_MS))
+    def __init__(self, store: Store | None = None, engine_settings: EngineSettings | None = None,
+                 **settings: Any) -> None:
+        engine_settings = engine_settings or EngineSettings(topic_partitions_max=64)
+        self.engine = Engine(store or MemoryStore(), engine_settings, ManualClock(NOW_MS))
         self.loop = asyncio.new_event_loop()
         self.engine.open()
         self.loop.run_until_complete(self._start())
@@ -45,7 +48,8 @@ class Broker:
         self.engine.pool.bind(asyncio.get_running_loop())
 
     def close(self) -> None:
-        self.loop.run_until_complete(self.engine.close())
+        # bounded in real time: the engine's own drain timeout runs on the manual clock
+        self.loop.run_until_complete(asyncio.wait_for(self.engine.close(), CALL_S_MAX))
         self.loop.close()
 
     def request(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
@@ -66,7 +70,7 @@ class Broker:
 
     def run(self, frame: bytes) -> bytes | None:
         """Dispatch one request frame (no size prefix); the response frame or None."""
-        answer = self.loop.run_until_complete(self.dispatcher.handle(frame))
+        answer = self.loop.run_until_complete(asyncio.wait_for(self.dispatcher.handle(frame), CALL_S_MAX))
         self.loop.run_until_complete(self.engine.flush())
         return None if answer is None else b"".join(answer)
 

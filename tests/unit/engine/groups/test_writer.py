@@ -1,0 +1,222 @@
+"""The offsets write path (writer.py): appends on the worker thread in queue order, memory
+changed on the loop only after the log, and compaction from a snapshot that keeps every
+change written before it, also when a write ahead of it failed."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from collections.abc import Iterator
+
+import pytest
+
+from martlet.engine.groups.membership import ClassicGroupRecord, GroupGone
+from martlet.engine.groups.offsets import CommittedOffset, OffsetStore
+from martlet.engine.groups.records import Commit, Remove
+from martlet.engine.groups.writer import OffsetWriter
+from martlet.engine.store import MemoryStore
+from martlet.records.header import BatchHeader
+
+PATH = "internal/group-shards/0"
+WAIT_S_MAX = 10.0  # a gate nobody opens fails the test instead of hanging it
+
+
+def value(offset: int, commit_ms: int = 0) -> CommittedOffset:
+    return CommittedOffset(offset, -1, None, commit_ms, "id-t")
+
+
+def commit(partition: int, offset: int, group_id: str = "g", commit_ms: int = 0) -> Commit:
+    return Commit(group_id, (("t", partition, value(offset, commit_ms)),))
+
+
+def state(shard: OffsetStore, group_id: str = "g") -> dict[tuple[str, int], CommittedOffset]:
+    return shard.group_offsets(group_id)
+
+
+class Gate:
+    """Holds every OffsetStore.append (on the worker thread) until the test lets one through,
+    with the outcome it chose: None to append, an exception to raise instead."""
+
+    def __init__(self) -> None:
+        self.outcomes: queue.Queue[BaseException | None] = queue.Queue()
+
+    def let_through(self, *outcomes: BaseException | None) -> None:
+        for outcome in outcomes:
+            self.outcomes.put(outcome)
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    gate = Gate()
+    append = OffsetStore.append
+
+    def gated(self: OffsetStore, batch: bytearray, header: BatchHeader) -> int:
+        outcome = gate.outcomes.get(timeout=WAIT_S_MAX)
+        if outcome is not None:
+            raise outcome
+        return append(self, batch, header)
+
+    monkeypatch.setattr(OffsetStore, "append", gated)
+    yield gate
+
+
+def force_compaction_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next write that settles queues a compaction, whatever the log's size."""
+    due = [True]
+    monkeypatch.setattr(OffsetStore, "should_compact", lambda self, log_bytes: bool(due and due.pop()))
+
+
+def test_memory_changes_only_once_the_log_has_the_change(gate: Gate) -> None:
+    async def scenario() -> None:
+        shard, writer = OffsetStore.unopened(MemoryStore(), PATH, lambda: 0), OffsetWriter()
+        first, second = writer.submit(shard, commit(0, 1)), writer.submit(shard, commit(0, 2))
+        assert state(shard) == {} and writer.pending("g") == [commit(0, 1), commit(0, 2)]
+        gate.let_through(None)
+        await first
+        assert state(shard) == {("t", 0): value(1)} and writer.pending("g") == [commit(0, 2)]
+        gate.let_through(None)
+        await second
+        assert state(shard) == {("t", 0): value(2)} and writer.pending("g") == []
+        await writer.close([shard])
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_append_fails_only_its_own_write(gate: Gate) -> None:
+    async def scenario() -> None:
+        store = MemoryStore()
+        shard, writer = OffsetStore.unopened(store, PATH, lambda: 0), OffsetWriter()
+        writes = [writer.submit(shard, commit(p, p)) for p in range(3)]
+        gate.let_through(None, OSError("store down"), None)
+        await writes[0]
+        with pytest.raises(OSError, match="store down"):
+            await writes[1]
+        await writes[2]
+        assert state(shard) == {("t", 0): value(0), ("t", 2): value(2)}
+        await writer.close([shard])
+        assert state(OffsetStore.open(store, PATH, lambda: 0)) == state(shard)
+
+    asyncio.run(scenario())
+
+
+def test_a_compaction_keeps_the_writes_queued_around_it(gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snapshot = applied state + the writes ahead of the compaction that succeeded: the one
+    that failed must not reach the new log, the one behind the compaction must land in it."""
+    force_compaction_once(monkeypatch)
+
+    async def scenario() -> None:
+        store = MemoryStore()
+        shard, writer = OffsetStore.unopened(store, PATH, lambda: 0), OffsetWriter()
+        first = writer.submit(shard, commit(0, 1))
+        failing, ahead = writer.submit(shard, commit(1, 2)), writer.submit(shard, commit(2, 3))
+        gate.let_through(None)
+        await first  # settled: the compaction is queued now, behind `failing` and `ahead`
+        behind = writer.submit(shard, commit(0, 4))
+        assert state(shard) == {("t", 0): value(1)}  # readers see applied changes only
+        gate.let_through(OSError("store down"), None, None)
+        with pytest.raises(OSError):
+            await failing
+        await ahead
+        await behind
+        await writer.wait_written()
+        assert state(shard) == {("t", 0): value(4), ("t", 2): value(3)}
+        await writer.close([shard])
+        reopened = OffsetStore.open(store, PATH, lambda: 0)
+        assert state(reopened) == state(shard)
+        # one batch for the compacted state, then `behind`: the log was rewritten
+        assert reopened._open_log().end_offset == 2
+        reopened.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_waiter_that_gives_up_does_not_cancel_its_write(gate: Gate) -> None:
+    async def scenario() -> None:
+        shard, writer = OffsetStore.unopened(MemoryStore(), PATH, lambda: 0), OffsetWriter()
+        written = writer.submit(shard, commit(0, 1))
+        assert isinstance(written, asyncio.Future)
+        written.cancel()  # what cancelling a task that awaits it does
+        gate.let_through(None)
+        await writer.wait_written()
+        assert state(shard) == {("t", 0): value(1)}
+        await writer.close([shard])
+
+    asyncio.run(scenario())
+
+
+def test_shards_written_in_turns_each_keep_their_order(gate: Gate) -> None:
+    async def scenario() -> None:
+        store = MemoryStore()
+        shards = [OffsetStore.unopened(store, f"internal/group-shards/{n}", lambda: 0) for n in range(2)]
+        writer = OffsetWriter()
+        writes = [writer.submit(shards[i % 2], commit(0, i, group_id=f"g{i % 2}")) for i in range(20)]
+        gate.let_through(*[None] * 20)
+        await asyncio.gather(*writes)
+        assert [state(shard, f"g{n}") for n, shard in enumerate(shards)] == [{("t", 0): value(18)},
+                                                                              {("t", 0): value(19)}]
+        await writer.close(shards)
+        for n in range(2):
+            assert state(OffsetStore.open(store, f"internal/group-shards/{n}", lambda: 0), f"g{n}") == \
+                {("t", 0): value(18 + n)}
+
+    asyncio.run(scenario())
+
+
+class FailingOnce(MemoryStore):
+    """A memory store whose first mkdir fails, as a store that is briefly unreachable."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = [OSError("unreachable")]
+
+    def mkdir(self, path: str) -> None:
+        if self.failures:
+            raise self.failures.pop()
+        super().mkdir(path)
+
+
+def test_a_shard_whose_log_could_not_be_created_creates_it_at_the_next_write() -> None:
+    async def scenario() -> None:
+        store = FailingOnce()
+        shard, writer = OffsetStore.unopened(store, PATH, lambda: 0), OffsetWriter()
+        with pytest.raises(OSError, match="unreachable"):
+            await writer.submit(shard, commit(0, 1))
+        await writer.submit(shard, commit(0, 2))
+        assert state(shard) == {("t", 0): value(2)}
+        await writer.close([shard])
+        assert state(OffsetStore.open(store, PATH, lambda: 0)) == {("t", 0): value(2)}
+
+    asyncio.run(scenario())
+
+
+# -- decisions that read the state see the pending changes too
+
+
+def test_offset_delete_and_delete_group_see_a_pending_commit() -> None:
+    shard = OffsetStore.unopened(MemoryStore(), PATH, lambda: 0)
+    pending = [commit(3, 7)]
+    assert shard.delete_offsets_change("g", "t", [3], pending) == Remove("g", (("t", 3),))
+    assert shard.delete_offsets_change("g", "t", [3]) is None
+    assert shard.delete_group_change("g", pending) is not None
+    assert shard.delete_group_change("g") is None
+
+
+def test_expiry_leaves_an_offset_with_a_commit_in_flight() -> None:
+    """Its tombstone would land after the newer commit and erase it (Kafka skips it too)."""
+    shard = OffsetStore.unopened(MemoryStore(), PATH, lambda: 0)
+    shard.apply(Commit("g", (("t", 0, value(1)), ("t", 1, value(1)))))
+    pending = {"g": [commit(0, 2, commit_ms=500)]}
+    removals = shard.expiry_changes(1_000, 100, lambda group_id: True, lambda group_id: pending.get(group_id, []))
+    assert removals == [Remove("g", (("t", 1),))]
+
+
+def test_a_membership_record_is_compared_with_the_last_one_queued() -> None:
+    shard = OffsetStore.unopened(MemoryStore(), PATH, lambda: 0)
+    older = ClassicGroupRecord("g", 1, "consumer", "range", None, ())
+    newer = ClassicGroupRecord("g", 2, "consumer", "range", None, ())
+    shard.apply(older)
+    assert shard.membership_change(older) is None  # the log already ends with it
+    assert shard.membership_change(older, [newer]) == older  # not once `newer` is written
+    assert shard.membership_change(newer, [newer]) is None
+    assert shard.membership_change(GroupGone("g"), [GroupGone("g")]) is None
+    assert shard.membership_change(GroupGone("h")) is None  # never recorded: nothing to bury
