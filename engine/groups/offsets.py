@@ -52,8 +52,9 @@ from dataclasses import replace
 from ...records.header import BatchHeader, iter_batches
 from ..log import LogConfig, PartitionLog
 from ..store import Store, join
+from ..types import TopicPartition
 from .membership import GroupGone, GroupRecord, MembershipChange
-from .records import Change, Commit, CommittedOffset, DeleteGroup, Key, Remove, encode, from_batch, to_batch
+from .records import Change, Commit, CommittedOffset, DeleteGroup, Remove, encode, from_batch, to_batch
 
 __all__ = ["CommittedOffset", "LiveState", "OffsetStore"]
 
@@ -68,7 +69,7 @@ READ_CHUNK_BYTES = 1 << 20  # how much of the log replay reads at a time
 ENTRY_OVERHEAD_BYTES = 80
 GROUP_OVERHEAD_BYTES = 128
 
-Offsets = dict[Key, CommittedOffset]
+Offsets = dict[TopicPartition, CommittedOffset]
 
 
 class LiveState:
@@ -91,7 +92,7 @@ class LiveState:
     def apply(self, change: Change) -> None:
         if isinstance(change, Commit):
             for topic, partition, value in change.offsets:
-                self._put(change.group_id, (topic, partition), value)
+                self._put(change.group_id, TopicPartition(topic, partition), value)
         elif isinstance(change, Remove):
             for key in change.keys:
                 self._drop(change.group_id, key)
@@ -120,7 +121,7 @@ class LiveState:
             self.memberships[change.group_id] = (change, size)
             self.live_bytes += size
 
-    def _put(self, group_id: str, key: Key, value: CommittedOffset) -> None:
+    def _put(self, group_id: str, key: TopicPartition, value: CommittedOffset) -> None:
         offsets = self.groups.get(group_id)
         if offsets is None:
             offsets = self.groups[group_id] = {}
@@ -131,7 +132,7 @@ class LiveState:
         offsets[key] = value
         self.live_bytes += _entry_bytes(key, value)
 
-    def _drop(self, group_id: str, key: Key) -> None:
+    def _drop(self, group_id: str, key: TopicPartition) -> None:
         """Remove one entry, and the group once it has none (a removal of nothing is a no-op,
         as replaying a tombstone for an offset already gone must be)."""
         offsets = self.groups.get(group_id, {})
@@ -188,10 +189,10 @@ class OffsetStore:
 
     def fetch(self, group_id: str, topic: str, partition: int, topic_id: str) -> CommittedOffset | None:
         """The committed offset, or None if there is none for this incarnation of the topic."""
-        value = self._state.groups.get(group_id, {}).get((topic, partition))
+        value = self._state.groups.get(group_id, {}).get(TopicPartition(topic, partition))
         return value if value is not None and value.topic_id == topic_id else None
 
-    def group_offsets(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+    def group_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
         """Every offset of the group, whatever topic id it was committed under (a copy)."""
         return dict(self._state.groups.get(group_id, {}))
 
@@ -233,7 +234,7 @@ class OffsetStore:
                               pending: Sequence[Change] = ()) -> Remove | None:
         """OffsetDelete: forget these partitions' offsets (missing ones are ignored)."""
         present = self._state.groups.get(group_id, {}).keys() | _committed_keys(pending)
-        keys = tuple(dict.fromkeys(key for key in ((topic, p) for p in partitions) if key in present))
+        keys = tuple(dict.fromkeys(key for key in (TopicPartition(topic, p) for p in partitions) if key in present))
         return Remove(group_id, keys) if keys else None
 
     def expiry_changes(self, now_ms: int, retention_ms: int, is_empty: Callable[[str], bool],
@@ -371,9 +372,9 @@ class OffsetStore:
             self.compact()
 
 
-def _committed_keys(changes: Iterable[Change]) -> set[Key]:
+def _committed_keys(changes: Iterable[Change]) -> set[TopicPartition]:
     """The offsets these changes commit."""
-    return {(topic, partition) for change in changes if isinstance(change, Commit)
+    return {TopicPartition(topic, partition) for change in changes if isinstance(change, Commit)
             for topic, partition, _ in change.offsets}
 
 
@@ -399,7 +400,7 @@ def _settle_compaction(store: Store, path: str) -> None:
     store.delete(compact_path)
 
 
-def _entry_bytes(key: Key, value: CommittedOffset) -> int:
+def _entry_bytes(key: TopicPartition, value: CommittedOffset) -> int:
     metadata = value.metadata or ""
     return len(key[0].encode()) + len(value.topic_id.encode()) + len(metadata.encode()) + ENTRY_OVERHEAD_BYTES
 

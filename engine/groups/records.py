@@ -44,6 +44,7 @@ from ...records.header import (
     set_crc,
 )
 from ..errors import CorruptBatch
+from ..types import TopicPartition
 from .membership import MembershipChange, fields_of, parse
 
 FORMAT_VERSION = 1
@@ -51,7 +52,6 @@ PAYLOAD_BYTES_MAX = 2**31 - 1 - HEADER_BYTES  # batch_length is an i32
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
-Key = tuple[str, int]  # (topic name, partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ class Commit:
 @dataclass(frozen=True, slots=True)
 class Remove:
     group_id: str
-    keys: tuple[Key, ...]
+    keys: tuple[TopicPartition, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +163,9 @@ def _commit_entry(entry: Any) -> tuple[str, int, CommittedOffset]:
     return topic, partition, CommittedOffset(offset, leader_epoch, metadata, commit_ms, topic_id)
 
 
-def _key(entry: Any) -> Key:
+def _key(entry: Any) -> TopicPartition:
     topic, partition = entry
-    return topic, partition
+    return TopicPartition(topic, partition)
 
 
 # -- validation (both sides of the disk) ---------------------------------------------------

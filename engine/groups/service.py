@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store.base import Store
+from ..types import TopicPartition
 from .classic import ClassicCoordinator, GroupLimits
 from .consumer import ConsumerCoordinator, ConsumerGroupLimits
 from .membership import ClassicGroupRecord, MembershipChange
@@ -61,7 +62,7 @@ from .types import (
 )
 
 TICK_MS_MAX = 1000
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def random_member_id(prefix: str) -> str:
@@ -175,7 +176,7 @@ class Groups:
                 self._unrecorded.add(group_id)
                 errors.append(error)
         if errors:
-            log.warning("group records of %d groups not written yet: %s", len(self._unrecorded), errors[0])
+            logger.warning("group records of %d groups not written yet: %s", len(self._unrecorded), errors[0])
 
     def _record(self, group_id: str) -> Awaitable[None] | None:
         """Queue the group's current record, unless its log already ends with it."""
@@ -314,7 +315,7 @@ class Groups:
     def committed(self, group_id: str, topic: str, partition: int, topic_id: str) -> CommittedOffset | None:
         return self.offsets.fetch(group_id, topic, partition, topic_id)
 
-    def all_committed(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+    def all_committed(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
         """Every offset the group committed, by (topic, partition); a topic's id may be stale."""
         return self.offsets.group_offsets(group_id)
 

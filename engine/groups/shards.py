@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from ..errors import InvalidConfig
 from ..store import Store
 from ..store.atomic import read_whole, write_atomically
+from ..types import TopicPartition
 from .membership import GroupGone, GroupRecord, MembershipChange
 from .offsets import COMPACT_SUFFIX, OLD_SUFFIX, SEGMENT_BYTES, CommittedOffset, OffsetStore
 from .records import Change
@@ -96,7 +97,7 @@ class OffsetShards:
         shard = self._existing(group_id)
         return None if shard is None else shard.fetch(group_id, topic, partition, topic_id)
 
-    def group_offsets(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+    def group_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
         shard = self._existing(group_id)
         return {} if shard is None else shard.group_offsets(group_id)
 

@@ -39,7 +39,7 @@ from ..partition.workers import Workers
 from .offsets import LiveState, OffsetStore
 from .records import Change
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class _Job:
@@ -149,7 +149,7 @@ class OffsetWriter:
         if compaction.error is None:
             compaction.shard.compacted(compaction.log_bytes)
         else:  # the old log stays (or is settled back by the next append); retried on a later write
-            log.warning("compaction of an offsets shard failed: %r", compaction.error)
+            logger.warning("compaction of an offsets shard failed: %r", compaction.error)
         _resolve(compaction.settled, None)
 
     # -- worker thread
