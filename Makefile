@@ -1,6 +1,6 @@
 # The two set-up commands in README.md are `make run` and `make test`.
 PYTHON ?= python3
-PIP = $(PYTHON) -m pip install --quiet --disable-pip-version-check
+PIP = $(PYTHON) -m pip install --quiet --disable-pip-version-check --root-user-action=ignore
 
 # scripts/count_any.py fails above these counts of parameters and returns that mention Any:
 # today's numbers, so no new Any appears at the gateway/engine boundary. Lower them as it gets types.
