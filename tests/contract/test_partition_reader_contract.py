@@ -25,15 +25,20 @@ from martlet.engine.log.config import LogConfig
 from martlet.engine.log.files import CHECKPOINT_PREFIX, LOG_SUFFIX, offset_file, write_published
 from martlet.engine.log.log import PartitionLog
 from martlet.engine.log.reader import LogReader, open_readonly
+from martlet.engine.partitions import Durability
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store import LocalStore, MemoryStore, Store
 from martlet.engine.store.hdfs import HdfsStore
+from martlet.engine.types import TopicPartition
 from martlet.records.header import HEADER_BYTES, crc_ok, iter_batches
 from tests.unit.engine.log.log_batches import make_batch
 
 DIR = "p-0"
 FOLLOW_S = 120  # the longest the reader follows a writing broker (real seconds)
+
+
+TP = TopicPartition("t", 0)
 
 
 @pytest.fixture(params=["local", "memory", pytest.param("hdfs", marks=pytest.mark.java)])
@@ -231,9 +236,9 @@ def test_reads_what_the_engine_wrote(stores):
     async def produce() -> str:
         engine = Engine(broker, EngineSettings())
         engine.open()
-        topic = engine.create_topic("t", 1, {"segment_bytes": 1500})
+        topic = await engine.topics.create("t", 1, {"segment_bytes": 1500})
         for data, header in sent:
-            engine.append("t", 0, bytearray(data), header)
+            engine.partitions.append(TP, bytearray(data), header, Durability.MEMORY)
         assert await engine.flush(30)
         await engine.close()  # publishes the final C
         return f"{topic_dir(topic)}/0"
@@ -255,16 +260,17 @@ def test_reading_while_the_engine_writes_sees_whole_batches_below_c_in_order(sto
     settings = EngineSettings(checkpoint_publish_ms=100)
 
     async def produce(engine: Engine, follower: Follower) -> None:
-        partition = engine.partition("t", 0)
+        partition = engine.partitions.get_open(TP)
+        assert partition is not None
         for number, (data, header) in enumerate(sent):
-            offset = engine.append("t", 0, bytearray(data), header)
+            offset = engine.partitions.append(TP, bytearray(data), header, Durability.MEMORY).base_offset
             if number % 7 == 6:
-                await partition.wait_persisted(offset)  # commits interleave with appends
+                await engine.partitions.wait_persisted(TP, offset)  # flushes interleave with appends
             if number % 10 == 9:
                 clock.advance(settings.checkpoint_publish_ms)  # a sweep publishes C (on a worker)
                 await asyncio.sleep(0)  # one loop turn, for the sweep's completion to come in
             if number % 50 == 49:  # now and then, let the reader catch up with the broker paused
-                assert await engine.flush(30)  # commits and the publish sweep are done
+                assert await engine.flush(30)  # flushes and the publish sweep are done
                 visible = visible_end(broker, reader_store, follower.path, partition.published_checkpoint)
                 caught_up = asyncio.get_running_loop().run_in_executor(None, follower.wait_for, visible)
                 assert await caught_up, f"the reader did not reach offset {visible}"
@@ -273,7 +279,7 @@ def test_reading_while_the_engine_writes_sees_whole_batches_below_c_in_order(sto
     async def scenario() -> tuple[list[bytes], int]:
         engine = Engine(broker, settings, clock)
         engine.open()
-        topic = engine.create_topic("t", 1, {"segment_bytes": 2000})
+        topic = await engine.topics.create("t", 1, {"segment_bytes": 2000})
         follower = Follower(reader_store, f"{topic_dir(topic)}/0")
         follower.start()
         await asyncio.wait_for(produce(engine, follower), FOLLOW_S)
