@@ -196,12 +196,14 @@ class Partitions:
         return await asyncio.get_running_loop().run_in_executor(self._readers, call, *args)
 
     def _get(self, tp: TopicPartition) -> Partition:
+        """The open partition; only partitions this node serves are open (the topics service
+        opens those the cluster view gives it, and stops serving those it loses)."""
         partition = self._open.get(tp)
-        if partition is None:
-            raise UnknownPartition(f"topic {tp.topic!r} has no partition {tp.partition}")
+        if partition is not None:
+            return partition
         if not self.owns(tp):
             raise NotServedHere(f"partition {tp.partition} of {tp.topic!r} is not served by this node")
-        return partition
+        raise UnknownPartition(f"topic {tp.topic!r} has no partition {tp.partition}")
 
     def _wake(self, tp: TopicPartition) -> None:
         for future in self._waiters.pop(tp, ()):

@@ -24,13 +24,12 @@ from .protocol.fetch_wire import Buffers
 class Dispatcher:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.apis = ctx.apis
+        self.apis = {int(key): api for key, api in ctx.apis.items()}  # by number: no enum lookup per request
 
     async def handle(self, frame: bytes | bytearray | memoryview, client_host: str = "") -> Buffers | None:
         """The response frame as buffers to write in order (None: no answer, acks=0)."""
         peeked = peek_header(frame)
-        key = _known_key(peeked.api_key)
-        api = None if key is None else self.apis.get(key)
+        api = self.apis.get(peeked.api_key)
         if api is None:
             raise ProtocolError(f"unknown api key {peeked.api_key}")
         if not api.serves(peeked.api_version):
@@ -39,7 +38,7 @@ class Dispatcher:
                 return [encode_response(peeked, build(response_type(ApiKey.API_VERSIONS, 0), answer))]
             raise ProtocolError(f"api {peeked.api_key} version {peeked.api_version} is not supported")
         header, body = _decode(api, frame, peeked.api_version, client_host)
-        answer = await api(self.ctx, header, body)
+        answer = await api.handler(self.ctx, header, body)
         if answer is None:
             return None
         if api.codec is not None and api.codec.encode is not None:
@@ -54,10 +53,3 @@ def _decode(api: Api, frame: bytes | bytearray | memoryview, version: int,
     if api.codec is not None and api.codec.decode is not None:
         return api.codec.decode(frame, version, client_host)
     return decode_request(frame, api.key, version, client_host)
-
-
-def _known_key(number: int) -> ApiKey | None:
-    try:
-        return ApiKey(number)
-    except ValueError:
-        return None

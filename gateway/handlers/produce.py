@@ -49,8 +49,10 @@ async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) 
         if not room:
             responses = _all_failed(request, ErrorCode.request_timed_out, "the broker's memory is full; retry later")
         else:
+            if ctx.settings.auto_create_topics:
+                await _create_missing(ctx, request)
             waits: list[asyncio.Task[None]] = []
-            responses = [await _topic(ctx, request, topic, waits) for topic in request.topic_data]
+            responses = [_topic(ctx, request, topic, waits) for topic in request.topic_data]
             if waits:
                 await asyncio.wait(waits, timeout=max(timeout_s - throttled_ms / 1000, 0.001))
                 for task in waits:
@@ -84,9 +86,9 @@ def _all_failed(request: ProduceRequest, code: ErrorCode, message: str) -> list[
             for topic in request.topic_data]
 
 
-async def _topic(ctx: Context, request: ProduceRequest, topic_data: TopicData,
-                 waits: list[asyncio.Task[None]]) -> TopicProduceAnswer:
-    topic = await _find_topic(ctx, topic_data.name)
+def _topic(ctx: Context, request: ProduceRequest, topic_data: TopicData,
+           waits: list[asyncio.Task[None]]) -> TopicProduceAnswer:
+    topic = ctx.topics.find(topic_data.name)
     answers = []
     for partition_data in topic_data.partition_data:
         if topic is None:
@@ -97,14 +99,15 @@ async def _topic(ctx: Context, request: ProduceRequest, topic_data: TopicData,
     return {"name": topic_data.name, "partition_responses": answers}
 
 
-async def _find_topic(ctx: Context, name: str) -> Topic | None:
-    topic = ctx.topics.find(name)
-    if topic is None and ctx.settings.auto_create_topics:
-        try:
-            topic = await ctx.topics.create(name, ctx.settings.default_partitions, {})
-        except errors.EngineError:
-            return None
-    return topic
+async def _create_missing(ctx: Context, request: ProduceRequest) -> None:
+    """Kafka's auto.create.topics.enable: create the topics the request names that do not
+    exist (one that cannot be created is answered UNKNOWN_TOPIC_OR_PARTITION below)."""
+    for topic_data in request.topic_data:
+        if ctx.topics.find(topic_data.name) is None:
+            try:
+                await ctx.topics.create(topic_data.name, ctx.settings.default_partitions, {})
+            except errors.EngineError:
+                pass
 
 
 def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data: PartitionData,
