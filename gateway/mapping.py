@@ -25,6 +25,7 @@ _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (engine_errors.InvalidConfig, ErrorCode.invalid_config),
     (engine_errors.StaleSession, ErrorCode.fenced_leader_epoch),
     (engine_errors.PartitionClosed, ErrorCode.not_leader_or_follower),
+    (engine_errors.NotServedHere, ErrorCode.not_leader_or_follower),
 ]
 
 
