@@ -65,7 +65,8 @@ class Partitions:
         self.pool = pool
         self.owns = owns
         self._readers = Workers(read_threads, "martlet-read")
-        self._open: dict[TopicPartition, Partition] = {}
+        # Keyed by TopicPartition; a plain (topic, index) tuple finds the same entry.
+        self._open: dict[tuple[str, int], Partition] = {}
         self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
 
     # -- reading state
@@ -74,6 +75,14 @@ class Partitions:
         partition = self._get(tp)
         return PartitionInfo(partition.session, partition.start_offset, partition.checkpoint,
                              partition.end_offset)
+
+    def sessions(self, topic: str, count: int) -> list[int]:
+        """S of partitions 0..count-1 of a topic (Metadata asks it of every partition)."""
+        sessions = []
+        for index in range(count):  # a plain tuple finds the partition without building a key
+            partition = self._open.get((topic, index)) or self._get(TopicPartition(topic, index))
+            sessions.append(partition.session)
+        return sessions
 
     def end_offset_for(self, tp: TopicPartition, session: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (the largest session <= `session`, the offset it ended at)."""

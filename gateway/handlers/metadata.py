@@ -11,7 +11,7 @@ from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from ...engine.api import Topic, TopicPartition, errors
+from ...engine.api import Topic, errors
 from ..context import Context
 from ..mapping import error_code
 from ..protocol.answers import (
@@ -37,8 +37,7 @@ def broker(ctx: Context) -> MetadataBrokerAnswer:
 
 def describe_topic(ctx: Context, topic: Topic) -> MetadataTopicAnswer:
     partitions: list[MetadataPartitionAnswer] = []
-    for index in range(topic.partition_count):
-        session = ctx.partitions.info(TopicPartition(topic.name, index)).session
+    for index, session in enumerate(ctx.partitions.sessions(topic.name, topic.partition_count)):
         partitions.append({"error_code": ErrorCode.none, "partition_index": index, "leader_id": ctx.node_id,
                            "leader_epoch": session, "replica_nodes": [ctx.node_id],
                            "isr_nodes": [ctx.node_id], "offline_replicas": []})

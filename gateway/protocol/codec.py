@@ -136,9 +136,10 @@ def build_response(header: RequestHeader, data: Mapping[str, Any]) -> Any:
 
 
 def build(cls: type, data: Mapping[str, Any]) -> Any:
-    unknown = data.keys() - _names_in_any_version(cls)
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))} in any version")
+    known = _names_in_any_version(cls)
+    if not known.issuperset(data):  # no set is built on the usual path
+        unknown = sorted(data.keys() - known)
+        raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)} in any version")
     kwargs = {}
     for name, convert, zero in _plan(cls):
         if name in data:
