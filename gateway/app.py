@@ -37,7 +37,7 @@ class Broker:
         self.engine.start_background()
         settings = self.config.gateway
         ctx = Context.of(self.engine, settings, self.engine.cluster_id, apis())
-        self.server = Server(Dispatcher(ctx), settings.frame_bytes_max)
+        self.server = Server(Dispatcher(ctx, apis()), settings.frame_bytes_max)
         self.address = await self.server.start(settings.listen_host, settings.listen_port)
         ctx.settings = _advertise(settings, self.config.advertised, self.address)
         self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..engine.api import EMBEDDED_NODE_ID, Clock, Engine, Groups, Partitions, ProducerIds, Topics
+from .protocol.apis import ApiKey, Served
 from .settings import GatewaySettings
-
-if TYPE_CHECKING:
-    from .handlers.api import Api
-    from .protocol.apis import ApiKey
 
 
 @dataclass(slots=True)
@@ -22,11 +19,11 @@ class Context:
     clock: Clock
     settings: GatewaySettings
     cluster_id: str
-    apis: dict[ApiKey, Api]
+    apis: Mapping[ApiKey, Served]  # what ApiVersions advertises
     node_id: int = EMBEDDED_NODE_ID  # the engine's cluster view names this node (engine/cluster.py)
 
     @classmethod
-    def of(cls, engine: Engine, settings: GatewaySettings, cluster_id: str, apis: dict[ApiKey, Api]) -> Context:
+    def of(cls, engine: Engine, settings: GatewaySettings, cluster_id: str, apis: Mapping[ApiKey, Served]) -> Context:
         """The context of a broker serving `engine` (opened already: its groups exist)."""
         return cls(engine.topics, engine.partitions, engine.groups, engine.producer_ids, engine.clock, settings,
                    cluster_id, apis, engine.cluster.local().node_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .context import Context
@@ -22,9 +23,9 @@ from .protocol.fetch_wire import Buffers
 
 
 class Dispatcher:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, apis: Mapping[ApiKey, Api]) -> None:
         self.ctx = ctx
-        self.apis = {int(key): api for key, api in ctx.apis.items()}  # by number: no enum lookup per request
+        self.apis = {int(key): api for key, api in apis.items()}  # by number: no enum lookup per request
 
     async def handle(self, frame: bytes | bytearray | memoryview, client_host: str = "") -> Buffers | None:
         """The response frame as buffers to write in order (None: no answer, acks=0)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from typing import Protocol
 
 
 class ApiKey(enum.IntEnum):
@@ -50,3 +51,16 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     GET_TELEMETRY_SUBSCRIPTIONS = 71
     DESCRIBE_TOPIC_PARTITIONS = 75
+
+
+class Served(Protocol):
+    """What ApiVersions tells of one API: its key and the versions served."""
+
+    @property
+    def key(self) -> ApiKey: ...
+
+    @property
+    def min_version(self) -> int: ...
+
+    @property
+    def max_version(self) -> int: ...

@@ -59,7 +59,7 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
 async def run(count: int) -> dict[str, int]:
     engine = Engine(MemoryStore(), EngineSettings(topic_partitions_max=16))
     engine.open()
-    dispatcher = Dispatcher(Context.of(engine, GatewaySettings(fetch_wait_ms_max=0), "fuzz", apis()))
+    dispatcher = Dispatcher(Context.of(engine, GatewaySettings(fetch_wait_ms_max=0), "fuzz", apis()), apis())
     rng = random.Random(20261129)
     seeds = seed_frames()
     outcomes = {"answered": 0, "silent": 0, "closed": 0}

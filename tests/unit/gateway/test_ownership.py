@@ -28,7 +28,7 @@ class EvenPartitionsOnly(EmbeddedCluster):
 def test_a_partition_served_elsewhere_is_not_leader_or_follower() -> None:
     engine = Engine(MemoryStore(), EngineSettings(), ManualClock(NOW_MS), cluster=EvenPartitionsOnly())
     engine.open()
-    dispatcher = Dispatcher(Context.of(engine, GatewaySettings(), "unit", apis()))
+    dispatcher = Dispatcher(Context.of(engine, GatewaySettings(), "unit", apis()), apis())
 
     async def scenario() -> list[int]:
         engine.pool.bind(asyncio.get_running_loop())

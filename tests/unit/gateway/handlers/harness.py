@@ -41,7 +41,7 @@ class Broker:
         self.engine.open()
         self.loop.run_until_complete(self._start())
         self.ctx = Context.of(self.engine, GatewaySettings(**settings), "unit-cluster", apis())
-        self.dispatcher = Dispatcher(self.ctx)
+        self.dispatcher = Dispatcher(self.ctx, apis())
         self._correlation_id = 0
 
     async def _start(self) -> None:
