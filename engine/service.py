@@ -99,10 +99,18 @@ class Engine:
     async def _retention_loop(self) -> None:
         while True:
             await asyncio.sleep(self.settings.retention_check_ms / 1000)
-            await self.groups.expire_offsets()
-            deleted = await self.partitions.apply_retention()
-            if deleted:
-                logger.info("retention deleted %d segments", deleted)
+            try:
+                await self.retain()
+            except OSError as error:  # the store is down: the next round tries again
+                logger.warning("retention and offset expiry failed, retrying in %d ms: %s",
+                               self.settings.retention_check_ms, error)
+
+    async def retain(self) -> None:
+        """One round of offset expiry and segment retention."""
+        await self.groups.expire_offsets()
+        deleted = await self.partitions.apply_retention()
+        if deleted:
+            logger.info("retention deleted %d segments", deleted)
 
 
 def _cluster_id(store: Store) -> str:
