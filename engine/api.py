@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from . import errors
 from .catalog.config import ConfigValue, Overrides, TopicConfig
-from .catalog.names import check_name
 from .catalog.topic import Topic
-from .clock import Clock, ManualClock, SystemClock
+from .clock import Clock, ManualClock
 from .cluster import EMBEDDED_NODE_ID, ClusterView, EmbeddedCluster, NodeIdentity
 from .groups.classic import GroupLimits
 from .groups.offsets import CommittedOffset
@@ -49,5 +48,5 @@ __all__ = [
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
-    "SystemClock", "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "check_name", "errors", "hdfs_store",
+    "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "errors", "hdfs_store",
 ]

@@ -45,9 +45,6 @@ class Api:
     def serves(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
 
-    async def __call__(self, ctx: Context, header: RequestHeader, request: Any) -> Any:
-        return await self.handler(ctx, header, request)
-
 
 def handles(key: ApiKey, min_version: int, max_version: int,
             codec: Codec | None = None) -> Callable[[Handler], Api]:
