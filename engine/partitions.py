@@ -192,10 +192,10 @@ class Partitions:
 
     async def apply_retention(self) -> int:
         """Delete the segments retention condemns, on a reader thread; returns how many."""
-        return await self._off_loop(self.apply_retention_now)
+        return await self._off_loop(self._apply_retention_now)
 
-    def apply_retention_now(self) -> int:
-        """Worker thread or tests."""
+    def _apply_retention_now(self) -> int:
+        """Reader thread."""
         return sum(partition.apply_retention() for partition in self.opened())
 
     def shutdown(self) -> None:
