@@ -20,9 +20,11 @@ must not block.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
+
+from .types import TopicPartition
 
 EMBEDDED_NODE_ID = 1  # the node id a single broker advertises (Kafka's broker.id)
 
@@ -83,6 +85,22 @@ class ClusterView(Protocol):
         """Call `listener` on every change; returns the function that unsubscribes."""
         ...
 
+    def controller(self) -> NodeIdentity:
+        """The node clients send controller-bound admin requests to (Metadata's controller_id).
+        Martlet's controller, the admin leader, speaks no Kafka, so this is a live broker that
+        passes such requests on to it: the one with the lowest node id."""
+        ...
+
+    def reassignments(self) -> Mapping[TopicPartition, int]:
+        """Moves an operator asked for (AlterPartitionReassignments) and the admin has not
+        finished: partition -> target node id."""
+        ...
+
+    async def reassign(self, moves: Mapping[TopicPartition, int | None]) -> None:
+        """Ask the admin to move partitions to nodes (None cancels a pending request). The
+        caller has checked that each target node is alive."""
+        ...
+
 
 class EmbeddedCluster:
     """One node that serves every partition and every offsets shard (`martlet serve`).
@@ -119,6 +137,15 @@ class EmbeddedCluster:
         for listener in list(self._listeners):
             listener(change)
         return self._node
+
+    def controller(self) -> NodeIdentity:
+        return self._node
+
+    def reassignments(self) -> Mapping[TopicPartition, int]:
+        return {}  # every partition is here already: a move to this node is done at once
+
+    async def reassign(self, moves: Mapping[TopicPartition, int | None]) -> None:
+        return None
 
     def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
         self._listeners.append(listener)
