@@ -9,6 +9,8 @@ offsets) and `ProducerIds`. Nothing here hands out a `Partition`, a `PartitionLo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import errors
 from .catalog.config import ConfigValue, Overrides, TopicConfig
 from .catalog.topic import Topic
@@ -35,12 +37,30 @@ from .store.local import LocalStore
 from .topics import Topics
 from .types import TopicPartition
 
+if TYPE_CHECKING:
+    from .admin.leader import Admin
+    from .coordination.member import ZooKeeperCluster
 
-def hdfs_store(address: str, root: str) -> Store:
+
+def hdfs_store(address: str, root: str, read_only: bool = False) -> Store:
     """A store on HDFS; the HDFS client is loaded only by the processes that use one."""
     from .store.hdfs import HdfsStore
 
-    return HdfsStore(address, root)
+    return HdfsStore(address, root, read_only=read_only)
+
+
+def cluster_member(zookeeper: str, session_ms: int) -> ZooKeeperCluster:
+    """A broker's ClusterView in a ZooKeeper cluster (the ZooKeeper client loads only here)."""
+    from .coordination.member import ZooKeeperCluster
+
+    return ZooKeeperCluster(zookeeper, session_ms)
+
+
+def admin(zookeeper: str, store: Store, session_ms: int) -> Admin:
+    """The placing admin of a cluster (`martlet admin`)."""
+    from .admin.leader import Admin
+
+    return Admin(zookeeper, store, session_ms)
 
 
 __all__ = [
@@ -48,5 +68,6 @@ __all__ = [
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
-    "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "errors", "hdfs_store",
+    "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "admin", "cluster_member", "errors",
+    "hdfs_store",
 ]

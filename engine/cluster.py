@@ -20,6 +20,8 @@ must not block.
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -27,6 +29,14 @@ from typing import Protocol
 from .types import TopicPartition
 
 EMBEDDED_NODE_ID = 1  # the node id a single broker advertises (Kafka's broker.id)
+
+
+def new_cluster_id() -> str:
+    """A new cluster id as Kafka makes them: a random UUID in URL-safe base64."""
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # as Kafka's ids: a leading '-' reads as a CLI option
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return cluster_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +95,11 @@ class ClusterView(Protocol):
         """Call `listener` on every change; returns the function that unsubscribes."""
         ...
 
+    def cluster_id(self) -> str | None:
+        """The cluster's id (Kafka's) when the coordination service keeps it; None: the
+        store keeps it (one node, nobody to race with)."""
+        ...
+
     def controller(self) -> NodeIdentity:
         """The node clients send controller-bound admin requests to (Metadata's controller_id).
         Martlet's controller, the admin leader, speaks no Kafka, so this is a live broker that
@@ -137,6 +152,9 @@ class EmbeddedCluster:
         for listener in list(self._listeners):
             listener(change)
         return self._node
+
+    def cluster_id(self) -> str | None:
+        return None
 
     def controller(self) -> NodeIdentity:
         return self._node

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ..records.header import BatchHeader
-from .errors import DuplicateBatch, NotServedHere, UnknownPartition
+from .errors import DuplicateBatch, NotServedHere, PartitionClosed, UnknownPartition
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
 from .partition.persister import Persister
@@ -68,6 +68,9 @@ class Partitions:
         # Keyed by TopicPartition; a plain (topic, index) tuple finds the same entry.
         self._open: dict[tuple[str, int], Partition] = {}
         self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
+        # Bytes taken in and handed out per partition since start (a cluster reports load from them).
+        self.bytes_in: dict[TopicPartition, int] = {}
+        self.bytes_out: dict[TopicPartition, int] = {}
 
     # -- reading state
 
@@ -77,11 +80,14 @@ class Partitions:
                              partition.end_offset)
 
     def sessions(self, topic: str, count: int) -> list[int]:
-        """S of partitions 0..count-1 of a topic (Metadata asks it of every partition)."""
+        """S of partitions 0..count-1 of a topic (Metadata asks it of every partition); -1 for
+        those another node serves."""
         sessions = []
         for index in range(count):  # a plain tuple finds the partition without building a key
-            partition = self._open.get((topic, index)) or self._get(TopicPartition(topic, index))
-            sessions.append(partition.session)
+            partition = self._open.get((topic, index))
+            if partition is None and self.owns(TopicPartition(topic, index)):
+                partition = self._get(TopicPartition(topic, index))
+            sessions.append(-1 if partition is None else partition.session)  # -1: served elsewhere
         return sessions
 
     def end_offset_for(self, tp: TopicPartition, session: int) -> tuple[int, int]:
@@ -100,6 +106,7 @@ class Partitions:
         except DuplicateBatch as duplicate:
             return self._appended(partition, duplicate.base_offset, durability, duplicate=True)
         self.persister.schedule(partition)
+        self.bytes_in[tp] = self.bytes_in.get(tp, 0) + header.size
         return self._appended(partition, offset, durability)
 
     @staticmethod
@@ -133,9 +140,11 @@ class Partitions:
         """Whole batches below the checkpoint C from `offset`: memory, else the store."""
         partition = self._get(tp)
         data = partition.read_memory(offset, max_bytes)
-        if data is not None:
-            return data
-        return await self._off_loop(partition.read_stored, offset, max_bytes, partition.checkpoint)
+        if data is None:
+            data = await self._off_loop(partition.read_stored, offset, max_bytes, partition.checkpoint)
+        if data:
+            self.bytes_out[tp] = self.bytes_out.get(tp, 0) + len(data)
+        return data
 
     async def wait_for_data(self, watched: Iterable[tuple[TopicPartition, int]], timeout_ms: int) -> None:
         """Return once any watched partition's checkpoint C passes its offset, or on timeout."""
@@ -182,6 +191,19 @@ class Partitions:
         partition = self._open.pop(tp)
         self._wake(tp)
         return partition
+
+    async def persist_now(self, partition: Partition, timeout_s: float) -> bool:
+        """Persist everything `partition` took in (it no longer takes writes); False if the
+        store did not take it within `timeout_s`."""
+        last = partition.end_offset - 1
+        if partition.checkpoint > last:
+            return True
+        self.persister.schedule(partition)
+        try:
+            await asyncio.wait_for(partition.wait_persisted(last), timeout_s)
+        except (TimeoutError, PartitionClosed):
+            return False
+        return True
 
     def opened(self) -> Iterator[Partition]:
         return iter(list(self._open.values()))

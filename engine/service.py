@@ -9,14 +9,15 @@ retention in the background.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
-import uuid
+from typing import TYPE_CHECKING
 
 from .catalog.catalog import Catalog
 from .clock import Clock, SystemClock
-from .cluster import ClusterView, EmbeddedCluster, NodeIdentity
+from .cluster import ClusterView, EmbeddedCluster, NodeIdentity, new_cluster_id
+from .coordination.layout import unit_key
 from .groups.service import Groups, Shards
+from .ownership import Ownership
 from .partition.memory import MemoryPool
 from .partition.persister import FlushLimits, Persister
 from .partitions import Partitions
@@ -26,6 +27,10 @@ from .store.atomic import read_whole, write_atomically
 from .store.base import Store
 from .store.cache import CachedStore
 from .topics import PartitionOpener, Topics
+from .types import TopicPartition
+
+if TYPE_CHECKING:
+    from .coordination.member import ZooKeeperCluster
 
 logger = logging.getLogger(__name__)
 CLUSTER_ID_PATH = "cluster-id"
@@ -51,6 +56,8 @@ class Engine:
         self.topics = Topics(Catalog(store, settings.owner, settings.topic_partitions_max), self.partitions,
                              settings.topic_defaults, opener, self.cluster)
         self._retention_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[object]] = set()
+        self.ownership: Ownership | None = None  # in a cluster (follow_cluster)
         self.groups: Groups = None  # type: ignore[assignment]  # set by open()
         self.cluster_id = ""  # set by open()
 
@@ -59,7 +66,7 @@ class Engine:
     def open(self) -> None:
         """Load topics and offsets and open every partition: start-up store work, done before
         anything is served."""
-        self.cluster_id = _cluster_id(self.store)
+        self.cluster_id = self.cluster.cluster_id() or _cluster_id(self.store)
         self.topics.open_all()
         settings = self.settings
         self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms,
@@ -75,6 +82,8 @@ class Engine:
     async def close(self) -> None:
         if self._retention_task:
             self._retention_task.cancel()
+        if self.ownership is not None:
+            await self.ownership.close()
         if self.groups:
             await self.groups.close()
         partitions = list(self.partitions.opened())
@@ -87,6 +96,29 @@ class Engine:
         self.persister.close()
         self.partitions.shutdown()
         self.topics.close()
+
+    def follow_cluster(self, member: ZooKeeperCluster) -> None:
+        """In a cluster, after start_background: load and drop what the admin assigns this
+        node (engine/ownership.py), re-read the catalog when another node changes a topic,
+        and report traffic for placement by load."""
+        self.ownership = Ownership(self.topics, lambda: self.groups, member.set_held)
+        self.topics.shared = member
+        member.on_assignment = self.ownership.follow
+        member.on_fenced = self.ownership.fence
+        member.on_topics_changed = self._refresh_topics
+        member.traffic = self._traffic
+
+    def _refresh_topics(self) -> None:
+        task = asyncio.get_running_loop().create_task(self.topics.refresh())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _traffic(self) -> tuple[dict[str, int], dict[str, int], int]:
+        """Bytes in and out per partition since start (cumulative), and memory in use."""
+        partitions = self.partitions
+        return ({unit_key(TopicPartition(*tp)): count for tp, count in partitions.bytes_in.items()},
+                {unit_key(TopicPartition(*tp)): count for tp, count in partitions.bytes_out.items()},
+                self.pool.used_bytes)
 
     def coordinator_of(self, group_id: str) -> NodeIdentity | None:
         """The node coordinating a group: the owner of its offsets shard."""
@@ -117,8 +149,7 @@ def _cluster_id(store: Store) -> str:
     """The store's cluster id (Kafka's), made on first start."""
     if store.exists(CLUSTER_ID_PATH):
         return read_whole(store, CLUSTER_ID_PATH).decode().strip()
-    cluster_id = "-"
-    while cluster_id.startswith("-"):  # as Kafka's ids: a leading '-' reads as a CLI option
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = new_cluster_id()
     write_atomically(store, CLUSTER_ID_PATH, cluster_id.encode())
     return cluster_id
+

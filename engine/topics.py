@@ -9,11 +9,12 @@ loop then starts or stops serving the partitions involved (`Partitions.add` / `r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from .catalog.catalog import Catalog, CatalogChanges, topic_dir
 from .catalog.config import Overrides, TopicConfig
@@ -53,6 +54,23 @@ class PartitionOpener:
 
 
 logger = logging.getLogger(__name__)
+TOPIC_LOCK_S = 30.0  # longest a topic change waits for another node's
+
+
+class SharedCatalog(Protocol):
+    """Other nodes change the same catalog (a cluster: engine/coordination/member.py)."""
+
+    def lock_topics(self, timeout_s: float) -> None:
+        """Blocking: take the cluster-wide lock held around every topic change; raises
+        TimeoutError if another node holds it longer than `timeout_s`."""
+        ...
+
+    def unlock_topics(self) -> None:
+        ...
+
+    def topics_changed(self) -> None:
+        """Blocking: tell the other nodes to re-read the catalog."""
+        ...
 
 
 class Topics:
@@ -64,6 +82,7 @@ class Topics:
         self._opener = opener
         self._cluster = cluster
         self._admin = Workers(1, "martlet-admin")
+        self.shared: SharedCatalog | None = None  # set in a cluster: changes then take its lock
 
     # -- lookups (event loop, memory only)
 
@@ -104,18 +123,25 @@ class Topics:
 
     async def create(self, name: str, count: int, overrides: Overrides) -> Topic:
         config = self.config_for(overrides)
-        topic, opened = await self._off_loop(self._create_now, name, count, config, frozenset(overrides))
+        async with self._changing():
+            topic, opened = await self._off_loop(self._create_now, name, count, config, frozenset(overrides))
         self._serve(opened)
         return topic
 
     async def delete(self, name: str) -> Topic:
-        topic = self._catalog.get(name)
-        closing = [self._partitions.remove(TopicPartition(name, index)) for index in range(topic.partition_count)]
-        for partition in closing:
-            partition.close()
-        return await self._off_loop(self._delete_now, name, closing)
+        async with self._changing():
+            topic = self._catalog.get(name)
+            keys = [TopicPartition(name, index) for index in range(topic.partition_count)]
+            closing = [self._partitions.remove(tp) for tp in keys if self._partitions.get_open(tp) is not None]
+            for partition in closing:
+                partition.close()
+            return await self._off_loop(self._delete_now, name, closing)
 
     async def grow(self, name: str, count: int, validate_only: bool = False) -> Topic:
+        async with self._changing():
+            return await self._grow(name, count, validate_only)
+
+    async def _grow(self, name: str, count: int, validate_only: bool) -> Topic:
         topic = self._catalog.get(name)
         if count <= topic.partition_count:
             raise InvalidPartitionCount(
@@ -132,9 +158,26 @@ class Topics:
         config = self.config_for(overrides)
         if validate_only:
             return topic
-        topic = await self._off_loop(self._catalog.reconfigure, name, config, frozenset(overrides))
+        async with self._changing():
+            topic = await self._off_loop(self._catalog.reconfigure, name, config, frozenset(overrides))
         self._apply_config(topic)
         return topic
+
+    @contextlib.asynccontextmanager
+    async def _changing(self) -> AsyncIterator[None]:
+        """Around a topic change: in a cluster, hold the cluster's topic lock, start from the
+        catalog as the store has it now, and tell the other nodes once done."""
+        if self.shared is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.shared.lock_topics, TOPIC_LOCK_S)
+        try:
+            await self.refresh()
+            yield
+            await loop.run_in_executor(None, self.shared.topics_changed)
+        finally:
+            await loop.run_in_executor(None, self.shared.unlock_topics)
 
     async def refresh(self) -> CatalogChanges:
         """Pick up topic changes another process made on the store: serve the partitions of
@@ -153,6 +196,33 @@ class Topics:
         for _, after in changes.reconfigured:
             self._apply_config(after)
         return changes
+
+    async def load(self, tp: TopicPartition) -> bool:
+        """Start serving one partition the cluster gave this node: open it from the store (a
+        new session S) and serve it. False if the catalog has no such partition (yet)."""
+        topic = self._catalog.find(tp.topic)
+        if topic is None or tp.partition >= topic.partition_count:
+            await self.refresh()
+            topic = self._catalog.find(tp.topic)
+            if topic is None or tp.partition >= topic.partition_count:
+                return False
+        if self._partitions.get_open(tp) is None:
+            partition = await self._off_loop(self._opener.open, topic, tp.partition)
+            self._partitions.add(tp, partition)
+        return True
+
+    async def unload(self, tp: TopicPartition, drain_s: float) -> bool:
+        """Stop serving one partition: refuse new writes at once, wait up to `drain_s` for
+        what it holds to be persisted, then close its files (which lets the next owner open
+        them). False if something taken in was not persisted in time (it is dropped)."""
+        partition = self._partitions.get_open(tp)
+        if partition is None:
+            return True
+        self._partitions.remove(tp)
+        persisted = await self._partitions.persist_now(partition, drain_s)
+        partition.close()
+        await self._off_loop(partition.close_log)
+        return persisted
 
     def _apply_config(self, topic: Topic) -> None:
         log_config = self._opener.log_config(topic)

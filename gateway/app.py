@@ -7,7 +7,7 @@ import logging
 import os
 from dataclasses import replace
 
-from ..engine.api import Engine, LocalStore, Store, hdfs_store
+from ..engine.api import Engine, LocalStore, Store, cluster_member, hdfs_store
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
@@ -28,26 +28,51 @@ class Broker:
         local = LocalStore(config.data_dir)
         self._lock = local.lock(LOCK_PATH)
         self.store: Store = local if config.store is None else _hdfs_store(config.store)
-        self.engine = Engine(self.store, config.engine)
+        # In a cluster the ZooKeeper view decides what this broker serves; else it serves everything.
+        self.member = None if config.zookeeper is None else cluster_member(config.zookeeper,
+                                                                           config.zookeeper_session_ms)
+        self.engine = Engine(self.store, config.engine, cluster=self.member)
         self.server: Server | None = None
         self.address: tuple[str, int] | None = None
 
     async def start(self) -> tuple[str, int]:
+        if self.member is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.member.connect)
         self.engine.open()
         self.engine.start_background()
+        if self.member is not None:
+            self.engine.follow_cluster(self.member)
         settings = self.config.gateway
         ctx = Context.of(self.engine, settings, self.engine.cluster_id, apis())
         self.server = Server(Dispatcher(ctx, apis()), settings.frame_bytes_max)
         self.address = await self.server.start(settings.listen_host, settings.listen_port)
         ctx.settings = _advertise(settings, self.config.advertised, self.address)
-        self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)
+        if self.member is not None:
+            server = self.server
+            self.member.connections = lambda: server.connection_count
+        identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)
+        ctx.node_id = identity.node_id
         return self.address
 
     async def stop(self) -> None:
+        if self.member is not None:
+            await self._hand_over()
         if self.server:
             await self.server.stop()
         await self.engine.close()
+        if self.member is not None:
+            self.member.close()
         self._lock.release()
+
+    async def _hand_over(self, timeout_s: float = 30.0) -> None:
+        """A planned stop in a cluster: ask the admin to move every partition away and wait
+        (bounded) until they are persisted and released, so nothing acknowledged is lost."""
+        ownership = self.engine.ownership
+        if ownership is None or not self.member or len(self.member.alive()) < 2:
+            return
+        self.member.leave()
+        if not await ownership.wait_empty(timeout_s):
+            logger.warning("stopping with %d units not handed over in %.0f s", len(ownership.held), timeout_s)
 
 
 def _advertise(settings: GatewaySettings, advertised: str | None, bound: tuple[str, int]) -> GatewaySettings:

@@ -8,7 +8,7 @@ import logging
 import sys
 from dataclasses import replace
 
-from ..engine.api import errors
+from ..engine.api import Store, errors
 from .config import ConfigError, load, with_listen, with_store
 
 
@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(defaults_toml(), end="")
         return 0
+    if args.command == "admin":
+        return run_admin(args)
     return serve(args)
 
 
@@ -40,7 +42,14 @@ def _parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--data-dir", metavar="DIR", help="where data lives (./martlet-data)")
     serve_cmd.add_argument("--store", metavar="URL",
                            help="keep the data on HDFS: hdfs://HOST:PORT/PATH (default: local, in --data-dir)")
+    serve_cmd.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                           help="join the cluster coordinated there (default: the embedded single node)")
     serve_cmd.add_argument("--config", metavar="FILE", help="TOML config file")
+    admin_cmd = commands.add_parser("admin", help="run a cluster admin: places partitions on brokers (one leads)")
+    admin_cmd.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", required=True)
+    admin_cmd.add_argument("--store", metavar="URL", required=True,
+                           help="the cluster's store: hdfs://HOST:PORT/PATH, or a local folder shared by its brokers")
+    admin_cmd.add_argument("--session-ms", type=int, default=4000, help="ZooKeeper session timeout (4000)")
     commands.add_parser("config", help="print every config file key with its default")
     commands.add_parser("compat", help="compatibility suite and reference services (see: martlet compat -h)")
     commands.add_parser("bench", help="Martlet and Apache Kafka side by side (see: martlet bench -h)")
@@ -61,6 +70,8 @@ def serve(args: argparse.Namespace) -> int:
             config = replace(config, data_dir=args.data_dir)
         if args.store:
             config = with_store(config, args.store)
+        if args.zookeeper:
+            config = replace(config, zookeeper=args.zookeeper)
         broker = Broker(config)
     except (ConfigError, errors.DataDirLocked, OSError) as error:
         print(f"martlet: {error}", file=sys.stderr)
@@ -68,6 +79,38 @@ def serve(args: argparse.Namespace) -> int:
     _use_uvloop()
     asyncio.run(run_until_signalled(broker))
     return 0
+
+
+def run_admin(args: argparse.Namespace) -> int:
+    import signal
+
+    from ..engine.api import admin
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        store = _admin_store(args.store)
+        process = admin(args.zookeeper, store, args.session_ms)
+    except (ConfigError, OSError, ValueError) as error:
+        print(f"martlet: {error}", file=sys.stderr)
+        return 2
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda _sig, _frame: process.stop())
+    process.run()
+    return 0
+
+
+def _admin_store(url: str) -> Store:
+    """The admin only reads the store (the catalog): read-only on HDFS, so it never takes a lease."""
+    from ..engine.api import LocalStore, hdfs_store
+    from .config import split_hdfs_url
+
+    if "://" not in url:
+        return LocalStore(url)
+    address, root = split_hdfs_url(url)
+    try:
+        return hdfs_store(address, root, read_only=True)
+    except Exception as error:  # hdfs-native reports an unreachable NameNode as RuntimeError
+        raise OSError(f"cannot use HDFS store {url}: {error}") from None
 
 
 def _use_uvloop() -> None:

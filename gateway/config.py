@@ -27,6 +27,8 @@ class ServeConfig:
     data_dir: str = "./martlet-data"
     advertised: str | None = None
     store: str | None = None  # "hdfs://HOST:PORT/ROOT"; None keeps the data in data_dir
+    zookeeper: str | None = None  # "HOST:PORT[/chroot]": join that cluster; None: the embedded single node
+    zookeeper_session_ms: int = 4000  # a broker silent this long is dead and its partitions move
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -73,6 +75,10 @@ def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfi
         config = replace(config, data_dir=gateway.pop("data_dir"))
     if "store" in gateway:
         config = with_store(config, gateway.pop("store"))
+    if "zookeeper" in gateway:
+        config = replace(config, zookeeper=gateway.pop("zookeeper"))
+    if "zookeeper_session_ms" in gateway:
+        config = replace(config, zookeeper_session_ms=int(gateway.pop("zookeeper_session_ms")))
     return config
 
 

@@ -26,6 +26,8 @@ GATEWAY_NOTES = {
     "auto_create_topics": "Kafka's auto.create.topics.enable",
     "default_partitions": "partitions of an auto-created topic (Kafka's num.partitions)",
     "fetch_wait_ms_max": "the longest a Fetch waits for data, whatever max_wait_ms asks",
+    "zookeeper": 'join the cluster coordinated there ("HOST:PORT[/chroot]"); unset: the embedded single node',
+    "zookeeper_session_ms": "in a cluster: a broker silent this long is dead, and its partitions move",
 }
 ENGINE_NOTES = {
     "owner": "owner part of resource names (owner#topic#uuid)",
@@ -67,7 +69,8 @@ def defaults_toml() -> str:
     gateway = GatewaySettings()
     gateway_values: dict[str, object] = {
         "listen": f"{gateway.listen_host}:{gateway.listen_port}", "advertised": Unset("HOST:PORT"),
-        "data_dir": "./martlet-data", "store": Unset("hdfs://HOST:PORT/PATH")}
+        "data_dir": "./martlet-data", "store": Unset("hdfs://HOST:PORT/PATH"),
+        "zookeeper": Unset("127.0.0.1:2181/martlet"), "zookeeper_session_ms": 4000}
     sections = [
         ("gateway", _values(gateway) | gateway_values, GATEWAY_NOTES),
         ("engine", _values(EngineSettings()), ENGINE_NOTES),

@@ -137,6 +137,7 @@ _GROUP_CODES = {
     GroupError.NON_EMPTY_GROUP: ErrorCode.non_empty_group,
     GroupError.GROUP_NOT_FOUND: ErrorCode.group_id_not_found,
     GroupError.COORDINATOR_NOT_AVAILABLE: ErrorCode.coordinator_not_available,
+    GroupError.NOT_COORDINATOR: ErrorCode.not_coordinator,
     GroupError.FENCED_MEMBER_EPOCH: ErrorCode.fenced_member_epoch,
     GroupError.STALE_MEMBER_EPOCH: ErrorCode.stale_member_epoch,
     GroupError.UNRELEASED_INSTANCE_ID: ErrorCode.unreleased_instance_id,

@@ -31,6 +31,10 @@ class Server:
         self._server: asyncio.Server | None = None
         self._connections: set[Connection] = set()
 
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
     async def start(self, host: str, port: int) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: Connection(self), host, port)

@@ -512,6 +512,11 @@ class ClassicCoordinator:
     def has(self, group_id: str) -> bool:
         return group_id in self.groups
 
+    def forget(self, group_id: str) -> None:
+        """Drop the group from memory only (its coordinator moved to another node)."""
+        self.groups.pop(group_id, None)
+        self._touched.discard(group_id)
+
     def describe(self, group_id: str) -> GroupView | None:
         group = self.groups.get(group_id)
         if group is None:

@@ -441,6 +441,11 @@ class ConsumerCoordinator:
     def has(self, group_id: str) -> bool:
         return group_id in self.groups
 
+    def forget(self, group_id: str) -> None:
+        """Drop the group from memory only (its coordinator moved to another node)."""
+        self.groups.pop(group_id, None)
+        self._touched.discard(group_id)
+
     def is_empty(self, group_id: str) -> bool:
         group = self.groups.get(group_id)
         return group is None or not group.members

@@ -107,6 +107,7 @@ class Groups:
         self.machine = ClassicCoordinator(limits, ids.classic)
         self.consumer = ConsumerCoordinator(consumer_limits or ConsumerGroupLimits(), ids.consumer)
         self.offsets = OffsetShards.open(store, now_ms, shards.count, shards.owns)
+        self._owns_shard = shards.owns
         self._unrecorded: set[str] = set()  # touched groups whose record a store error held back
         self._restore()
         self.offsets_retention_ms = offsets_retention_ms
@@ -127,6 +128,29 @@ class Groups:
             for future in futures:
                 future.cancel()
         await self.offsets.close()
+
+    async def load_shard(self, number: int) -> None:
+        """Serve offsets shard `number` (the cluster moved it here): replay it and resume its
+        groups, whose members keep their assignment if their record was written."""
+        now_ms = self.now_ms()
+        for record in await self.offsets.load(number):
+            if isinstance(record, ClassicGroupRecord):
+                self.machine.restore(record, now_ms)
+            else:
+                self.consumer.restore(record, now_ms)
+
+    async def drop_shard(self, number: int) -> None:
+        """Stop coordinating the groups of shard `number` (the cluster moves it away)."""
+        await self._written(self._queue_records())
+        for group_id in await self.offsets.drop(number):
+            self.machine.forget(group_id)
+            self.consumer.forget(group_id)
+            for key in [key for key in self._waiters if key[0] == group_id]:
+                for future in self._waiters.pop(key):
+                    future.cancel()
+
+    def serves_shard(self, number: int) -> bool:
+        return self.offsets.holds(number)
 
     def shard_of(self, group_id: str) -> int:
         """The offsets shard holding the group (its coordinator is that shard's owner)."""
@@ -189,7 +213,15 @@ class Groups:
 
     # -- membership
 
+    def coordinates(self, group_id: str) -> bool:
+        """True if this node coordinates the group (it serves the group's offsets shard);
+        every group call on another node answers NOT_COORDINATOR, and the client asks
+        FindCoordinator again."""
+        return self._owns_shard(self.shard_of(group_id))
+
     async def join(self, request: JoinRequest) -> JoinResult:
+        if not self.coordinates(request.group_id):
+            return JoinResult(GroupError.NOT_COORDINATOR, member_id=request.member_id)
         if not self._claim_for_classic(request.group_id):
             await self._record_touched()
             return JoinResult(GroupError.INCONSISTENT_PROTOCOL, member_id=request.member_id)
@@ -199,15 +231,21 @@ class Groups:
         return result
 
     async def sync(self, request: SyncRequest) -> SyncResult:
+        if not self.coordinates(request.group_id):
+            return SyncResult(GroupError.NOT_COORDINATOR)
         outcome = self.machine.sync(request, self.now_ms())
         result = await self._settle(request.group_id, "sync", outcome)
         assert isinstance(result, SyncResult)
         return result
 
     def heartbeat(self, group_id: str, member_id: str, generation_id: int, instance_id: str | None) -> GroupError:
+        if not self.coordinates(group_id):
+            return GroupError.NOT_COORDINATOR
         return self.machine.heartbeat(group_id, member_id, generation_id, instance_id, self.now_ms())
 
     async def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[GroupError]:
+        if not self.coordinates(group_id):
+            return [GroupError.NOT_COORDINATOR] * len(leaving)
         errors, replies = self.machine.leave(group_id, leaving, self.now_ms())
         await self._record_then_deliver(replies)
         return errors
@@ -225,6 +263,8 @@ class Groups:
     # -- consumer protocol (KIP-848)
 
     async def consumer_heartbeat(self, request: HeartbeatRequest, topics: TopicLookup) -> HeartbeatResult:
+        if not self.coordinates(request.group_id):
+            return HeartbeatResult(GroupError.NOT_COORDINATOR)
         if not self._claim_for_consumer(request.group_id):
             await self._record_touched()
             return HeartbeatResult(GroupError.GROUP_NOT_FOUND,
@@ -298,6 +338,8 @@ class Groups:
 
     def validate_commit(self, group_id: str, member_id: str, generation_id: int, instance_id: str | None) -> GroupError:
         """For a consumer-protocol group the generation is the member epoch (OffsetCommit v9+)."""
+        if not self.coordinates(group_id):
+            return GroupError.NOT_COORDINATOR
         if self.consumer.has(group_id):
             return self.consumer.validate_commit(group_id, member_id, generation_id)
         if not self.machine.has(group_id) and self.offsets.has_group(group_id):
@@ -307,6 +349,8 @@ class Groups:
 
     def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> GroupError:
         """OffsetFetch v9+ from a member of a consumer-protocol group must carry its epoch."""
+        if not self.coordinates(group_id):
+            return GroupError.NOT_COORDINATOR
         return self.consumer.validate_fetch(group_id, member_id, member_epoch)
 
     async def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:

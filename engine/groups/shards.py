@@ -158,6 +158,30 @@ class OffsetShards:
         """Until every change queued so far is written and applied (or failed)."""
         await self._writer.wait_written()
 
+    def holds(self, number: int) -> bool:
+        return number in self._shards
+
+    async def load(self, number: int) -> list[GroupRecord]:
+        """Start serving shard `number` (the cluster gave it to this node): open and replay
+        its log on the groups' thread; returns the membership records to resume."""
+        if number not in self._shards:
+            shard = await self._writer.run(OffsetStore.open, self._store, _shard_path(number), self._now_ms,
+                                           self._segment_bytes)
+            self._shards[number] = shard
+        return self._shards[number].memberships()
+
+    async def drop(self, number: int) -> list[str]:
+        """Stop serving shard `number`: finish its queued changes, close its log (so the next
+        owner replays everything); returns the ids of the groups it held."""
+        shard = self._shards.get(number)
+        if shard is None:
+            return []
+        groups = [record.group_id for record in shard.memberships()] + shard.groups()
+        await self._writer.wait_written()
+        del self._shards[number]
+        await self._writer.run(shard.close)
+        return sorted(set(groups))
+
     async def close(self) -> None:
         """Finish the queued changes, then close every log (on the worker thread)."""
         await self._writer.close(list(self._shards.values()))

@@ -28,6 +28,7 @@ class GroupError(enum.Enum):
     NON_EMPTY_GROUP = "non-empty group"                 # 68
     GROUP_NOT_FOUND = "group not found"                 # 69
     COORDINATOR_NOT_AVAILABLE = "coordinator not available"  # 15 (group is Dead)
+    NOT_COORDINATOR = "not coordinator"                 # 16: another node coordinates the group
     # consumer group protocol (KIP-848)
     FENCED_MEMBER_EPOCH = "fenced member epoch"         # 110
     STALE_MEMBER_EPOCH = "stale member epoch"           # 113

@@ -32,12 +32,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from ...records.header import BatchHeader
 from ..partition.workers import Workers
 from .offsets import LiveState, OffsetStore
 from .records import Change
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +104,11 @@ class OffsetWriter:
         """Until every job queued so far has settled, whatever its outcome."""
         if self._queue:
             await asyncio.wait([self._queue[-1].settled])
+
+    async def run(self, call: Callable[..., T], *args: object) -> T:
+        """Run a store call on the writer's thread, after everything queued before it."""
+        await self.wait_written()
+        return await asyncio.get_running_loop().run_in_executor(self._thread, call, *args)
 
     async def close(self, shards: list[OffsetStore]) -> None:
         """Let the queued jobs finish, then close the logs on the thread and stop it. Once:

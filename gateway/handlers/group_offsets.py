@@ -88,7 +88,10 @@ async def offset_fetch(ctx: Context, header: RequestHeader, request: OffsetFetch
     if header.api_version >= 8:
         return {"throttle_time": 0, "groups": [_fetch_batched(ctx, g) for g in request.groups]}
     # v1-v7: one group, named at the top level; its answer's topics have the same fields
-    topics = _fetch_group(ctx, request.group_id, request.topics)  # type: ignore[attr-defined]
+    group_id: str = request.group_id  # type: ignore[attr-defined]
+    if not ctx.groups.coordinates(group_id):
+        return {"throttle_time": 0, "topics": [], "error_code": ErrorCode.not_coordinator}
+    topics = _fetch_group(ctx, group_id, request.topics)  # type: ignore[attr-defined]
     return {"throttle_time": 0, "topics": topics, "error_code": ErrorCode.none}
 
 

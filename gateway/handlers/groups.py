@@ -57,12 +57,19 @@ async def find_coordinator(ctx: Context, header: RequestHeader, request: FindCoo
 
 
 def _coordinator(ctx: Context, key: str, key_type: int) -> FindCoordinatorCoordinatorAnswer:
-    settings = ctx.settings
     if key_type != GROUP_KEY:
         return {"key": key, "error_code": ErrorCode.coordinator_not_available, "node_id": -1, "host": "",
                 "port": -1, "error_message": "transactions are not supported yet"}
-    return {"key": key, "error_code": ErrorCode.none, "node_id": ctx.node_id, "host": settings.advertised_host,
-            "port": settings.advertised_port, "error_message": None}
+    if ctx.groups.coordinates(key):  # this node: the address it advertises
+        settings = ctx.settings
+        return {"key": key, "error_code": ErrorCode.none, "node_id": ctx.node_id, "host": settings.advertised_host,
+                "port": settings.advertised_port, "error_message": None}
+    node = ctx.coordinator_of(key)  # in a cluster: the node serving the group's offsets shard
+    if node is None:
+        return {"key": key, "error_code": ErrorCode.coordinator_not_available, "node_id": -1, "host": "",
+                "port": -1, "error_message": "the group's coordinator is moving; try again"}
+    return {"key": key, "error_code": ErrorCode.none, "node_id": node.node_id, "host": node.host,
+            "port": node.port, "error_message": None}
 
 
 @handles(ApiKey.JOIN_GROUP, 0, 9)
