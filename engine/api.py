@@ -30,10 +30,15 @@ from .partitions import Appended, Durability, PartitionInfo, Partitions
 from .producer_ids import ProducerIds
 from .service import Engine
 from .settings import EngineSettings
-from .store.base import Store
+from .store.base import Store, location
 from .store.local import LocalStore
 from .topics import Topics
 from .types import TopicPartition
+
+
+def store_location(store: Store) -> str:
+    """Where the store keeps its files ("hdfs://host:port/root", a directory): Kafka's log dir."""
+    return location(store)
 
 
 def hdfs_store(address: str, root: str) -> Store:
@@ -48,5 +53,5 @@ __all__ = [
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
-    "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "errors", "hdfs_store",
+    "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "errors", "hdfs_store", "store_location",
 ]

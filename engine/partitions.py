@@ -84,6 +84,17 @@ class Partitions:
             sessions.append(partition.session)
         return sessions
 
+    def session_if_open(self, topic: str, index: int) -> int | None:
+        """S of a partition this node has open, else None (Metadata: held elsewhere or not
+        loaded yet). A plain tuple finds the partition without building a key."""
+        partition = self._open.get((topic, index))
+        return None if partition is None else partition.session
+
+    def sizes(self) -> dict[TopicPartition, int]:
+        """Bytes stored in the log of every open partition (DescribeLogDirs). Memory only:
+        the segments' sizes as this node tracks them, the unpersisted tail not included."""
+        return {TopicPartition(*key): partition.log.size_bytes() for key, partition in list(self._open.items())}
+
     def end_offset_for(self, tp: TopicPartition, session: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (the largest session <= `session`, the offset it ended at)."""
         return self._get(tp).end_offset_for(session)
