@@ -32,7 +32,7 @@ from .partitions import Appended, Durability, PartitionInfo, Partitions
 from .producer_ids import ProducerIds
 from .service import Engine
 from .settings import EngineSettings
-from .store.base import Store
+from .store.base import Store, location
 from .store.local import LocalStore
 from .topics import Topics
 from .types import TopicPartition
@@ -40,6 +40,10 @@ from .types import TopicPartition
 if TYPE_CHECKING:
     from .admin.leader import Admin
     from .coordination.member import ZooKeeperCluster
+
+def store_location(store: Store) -> str:
+    """Where the store keeps its files ("hdfs://host:port/root", a directory): Kafka's log dir."""
+    return location(store)
 
 
 def hdfs_store(address: str, root: str, read_only: bool = False) -> Store:
@@ -69,5 +73,5 @@ __all__ = [
     "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
     "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "admin", "cluster_member", "errors",
-    "hdfs_store",
+    "hdfs_store", "store_location",
 ]

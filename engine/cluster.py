@@ -79,6 +79,12 @@ class ClusterView(Protocol):
         """True if this node serves (topic, partition): appends and reads happen here."""
         ...
 
+    def leader_epoch_of(self, topic: str, partition: int) -> int:
+        """The session S (Kafka's leader epoch) of (topic, partition) at the node serving it,
+        as far as this view knows it; -1 when unknown. A node serving the partition itself
+        answers from the partition instead."""
+        ...
+
     def shard_owner(self, shard: int) -> NodeIdentity | None:
         """The node owning offsets shard `shard`, i.e. coordinating its groups."""
         ...
@@ -138,6 +144,9 @@ class EmbeddedCluster:
 
     def owns(self, topic: str, partition: int) -> bool:
         return True
+
+    def leader_epoch_of(self, topic: str, partition: int) -> int:
+        return -1  # this node serves every partition: its own session is the answer
 
     def shard_owner(self, shard: int) -> NodeIdentity | None:
         return self._node

@@ -90,6 +90,17 @@ class Partitions:
             sessions.append(-1 if partition is None else partition.session)  # -1: served elsewhere
         return sessions
 
+    def session_if_open(self, topic: str, index: int) -> int | None:
+        """S of a partition this node has open, else None (Metadata: held elsewhere or not
+        loaded yet). A plain tuple finds the partition without building a key."""
+        partition = self._open.get((topic, index))
+        return None if partition is None else partition.session
+
+    def sizes(self) -> dict[TopicPartition, int]:
+        """Bytes stored in the log of every open partition (DescribeLogDirs). Memory only:
+        the segments' sizes as this node tracks them, the unpersisted tail not included."""
+        return {TopicPartition(*key): partition.log.size_bytes() for key, partition in list(self._open.items())}
+
     def end_offset_for(self, tp: TopicPartition, session: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (the largest session <= `session`, the offset it ended at)."""
         return self._get(tp).end_offset_for(session)
@@ -204,6 +215,10 @@ class Partitions:
         except (TimeoutError, PartitionClosed):
             return False
         return True
+
+    def served(self) -> list[tuple[tuple[str, int], Partition]]:
+        """Every partition served here, with its key (a snapshot, safe from another thread)."""
+        return list(self._open.items())
 
     def opened(self) -> Iterator[Partition]:
         return iter(list(self._open.values()))

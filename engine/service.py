@@ -113,12 +113,14 @@ class Engine:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def _traffic(self) -> tuple[dict[str, int], dict[str, int], int]:
-        """Bytes in and out per partition since start (cumulative), and memory in use."""
+    def _traffic(self) -> tuple[dict[str, int], dict[str, int], int, dict[str, int]]:
+        """Bytes in and out per partition since start (cumulative), memory in use, and the
+        session S of every partition served here."""
         partitions = self.partitions
-        return ({unit_key(TopicPartition(*tp)): count for tp, count in partitions.bytes_in.items()},
-                {unit_key(TopicPartition(*tp)): count for tp, count in partitions.bytes_out.items()},
-                self.pool.used_bytes)
+        sessions = {unit_key(TopicPartition(*tp)): partition.session for tp, partition in partitions.served()}
+        return ({unit_key(TopicPartition(*tp)): count for tp, count in list(partitions.bytes_in.items())},
+                {unit_key(TopicPartition(*tp)): count for tp, count in list(partitions.bytes_out.items())},
+                self.pool.used_bytes, sessions)
 
     def coordinator_of(self, group_id: str) -> NodeIdentity | None:
         """The node coordinating a group: the owner of its offsets shard."""

@@ -121,10 +121,12 @@ class Topics:
             raise InvalidPartitionCount(f"partition count must be at least 1, not {count}")
         self.config_for(overrides)
 
-    async def create(self, name: str, count: int, overrides: Overrides) -> Topic:
+    async def create(self, name: str, count: int, overrides: Overrides, replication_factor: int = 1) -> Topic:
+        """A new topic; `replication_factor` is only recorded (see catalog/topic.py)."""
         config = self.config_for(overrides)
         async with self._changing():
-            topic, opened = await self._off_loop(self._create_now, name, count, config, frozenset(overrides))
+            topic, opened = await self._off_loop(self._create_now, name, count, config, frozenset(overrides),
+                                                 replication_factor)
         self._serve(opened)
         return topic
 
@@ -237,9 +239,9 @@ class Topics:
 
     # -- on the admin thread
 
-    def _create_now(self, name: str, count: int, config: TopicConfig,
-                    overrides: frozenset[str]) -> tuple[Topic, list[tuple[TopicPartition, Partition]]]:
-        topic = self._catalog.create(name, count, config, overrides, self._opener.now_ms())
+    def _create_now(self, name: str, count: int, config: TopicConfig, overrides: frozenset[str],
+                    replication_factor: int) -> tuple[Topic, list[tuple[TopicPartition, Partition]]]:
+        topic = self._catalog.create(name, count, config, overrides, self._opener.now_ms(), replication_factor)
         return topic, self._open_partitions(topic, range(count))
 
     def _grow_now(self, name: str, old: int, count: int) -> tuple[Topic, list[tuple[TopicPartition, Partition]]]:

@@ -1,11 +1,24 @@
-"""What a handler sees: the engine's services, this node, the served APIs, gateway settings."""
+"""What a handler sees: the engine's services, the cluster view, this node, the served APIs,
+gateway settings."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..engine.api import EMBEDDED_NODE_ID, Clock, Engine, Groups, NodeIdentity, Partitions, ProducerIds, Topics
+from ..engine.api import (
+    EMBEDDED_NODE_ID,
+    Clock,
+    ClusterView,
+    Engine,
+    EngineSettings,
+    Groups,
+    NodeIdentity,
+    Partitions,
+    ProducerIds,
+    Topics,
+    store_location,
+)
 from .protocol.apis import ApiKey, Served
 from .settings import GatewaySettings
 
@@ -20,6 +33,9 @@ class Context:
     settings: GatewaySettings
     cluster_id: str
     apis: Mapping[ApiKey, Served]  # what ApiVersions advertises
+    cluster: ClusterView  # membership and placement: who is alive, who leads what (engine/cluster.py)
+    engine_settings: EngineSettings  # what DescribeConfigs shows of a broker
+    log_dir: str  # where the store keeps the logs: Kafka's log.dirs
     node_id: int = EMBEDDED_NODE_ID  # the engine's cluster view names this node (engine/cluster.py)
     coordinator_of: Callable[[str], NodeIdentity | None] = lambda _group_id: None  # Engine.coordinator_of
 
@@ -27,4 +43,5 @@ class Context:
     def of(cls, engine: Engine, settings: GatewaySettings, cluster_id: str, apis: Mapping[ApiKey, Served]) -> Context:
         """The context of a broker serving `engine` (opened already: its groups exist)."""
         return cls(engine.topics, engine.partitions, engine.groups, engine.producer_ids, engine.clock, settings,
-                   cluster_id, apis, engine.cluster.local().node_id, engine.coordinator_of)
+                   cluster_id, apis, engine.cluster, engine.settings, store_location(engine.store),
+                   engine.cluster.local().node_id, engine.coordinator_of)

@@ -11,10 +11,12 @@ from .handlers import (
     fetch,
     group_offsets,
     groups,
+    log_dirs,
     metadata,
     offsets,
     produce,
     producers,
+    reassignments,
     topics,
     versions,
 )
@@ -22,7 +24,8 @@ from .handlers.api import Api
 from .protocol.apis import ApiKey
 
 MODULES: tuple[ModuleType, ...] = (
-    configs, consumer_groups, fetch, group_offsets, groups, metadata, offsets, produce, producers, topics, versions)
+    configs, consumer_groups, fetch, group_offsets, groups, log_dirs, metadata, offsets, produce, producers,
+    reassignments, topics, versions)
 
 
 @cache

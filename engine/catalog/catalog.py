@@ -125,14 +125,15 @@ class Catalog:
     def find(self, name: str) -> Topic | None:
         return self._topics.get(name)
 
-    def create(self, name: str, partitions: int, config: TopicConfig, overrides: frozenset[str], now_ms: int) -> Topic:
+    def create(self, name: str, partitions: int, config: TopicConfig, overrides: frozenset[str], now_ms: int,
+               replication_factor: int = 1) -> Topic:
         check_name(name)
         if name in self._topics:
             raise TopicExists(f"topic {name!r} already exists")
         self._check_count(partitions)
         config.check()
         topic = Topic(ResourceName.new(self.owner, name, self.new_uuid), 1, tuple(initial_ranges(partitions)),
-                      config, overrides, now_ms)
+                      config, overrides, now_ms, replication_factor)
         self.store.mkdir(topic_dir(topic))
         self._save(topic)
         return topic

@@ -1,13 +1,18 @@
-"""A topic's metadata: resource name, version V, slot ranges, configuration.
+"""A topic's metadata: resource name, version V, slot ranges, configuration, replication factor.
 
 V is bumped whenever the partition layout changes (today: partitions added), so a writer
 holding an older layout can be told to refresh.
+
+The replication factor is what the topic was created with: the data has one copy in the
+store (HDFS keeps its own replicas), and the factor only tells how many nodes Metadata lists
+as the partition's replicas. topic.json files written before it existed lack the field and
+read as 1.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .config import TopicConfig
@@ -23,6 +28,7 @@ class Topic:
     config: TopicConfig = field(default_factory=TopicConfig)
     overrides: frozenset[str] = frozenset()
     created_ms: int = 0
+    replication_factor: int = 1
 
     @property
     def name(self) -> str:
@@ -33,11 +39,10 @@ class Topic:
         return len(self.ranges)
 
     def grown(self, count: int) -> Topic:
-        ranges = tuple(split_for(list(self.ranges), count))
-        return Topic(self.resource, self.version + 1, ranges, self.config, self.overrides, self.created_ms)
+        return replace(self, version=self.version + 1, ranges=tuple(split_for(list(self.ranges), count)))
 
     def reconfigured(self, config: TopicConfig, overrides: frozenset[str]) -> Topic:
-        return Topic(self.resource, self.version, self.ranges, config, overrides, self.created_ms)
+        return replace(self, config=config, overrides=overrides)
 
     def partition_for_key(self, key: bytes) -> int:
         return partition_of_slot(list(self.ranges), slot_of(key))
@@ -50,6 +55,7 @@ class Topic:
             "config": self.config.to_dict(),
             "overrides": sorted(self.overrides),
             "created_ms": self.created_ms,
+            "replication_factor": self.replication_factor,
         }
         return json.dumps(doc, indent=1).encode()
 
@@ -59,4 +65,4 @@ class Topic:
         config = TopicConfig().updated(doc["config"])
         ranges = tuple((int(a), int(b)) for a, b in doc["ranges"])
         return cls(ResourceName.parse(doc["resource"]), int(doc["version"]), ranges, config,
-                   frozenset(doc["overrides"]), int(doc["created_ms"]))
+                   frozenset(doc["overrides"]), int(doc["created_ms"]), int(doc.get("replication_factor", 1)))

@@ -83,6 +83,7 @@ class BrokerRecord:
     connections: int = 0
     leaving: bool = False  # shutting down: give everything away
     applied_epoch: int = 0  # the epoch of the last assignment it acted on
+    sessions: dict[str, int] = field(default_factory=dict)  # S of each partition it serves (Kafka's leader epoch)
 
     @property
     def address(self) -> str:
@@ -93,7 +94,7 @@ class BrokerRecord:
             "id": self.node_id, "host": self.host, "port": self.port, "machine": self.machine, "rack": self.rack,
             "held": sorted(self.held), "bytes_in": self.bytes_in, "bytes_out": self.bytes_out,
             "memory_bytes": self.memory_bytes, "connections": self.connections, "leaving": self.leaving,
-            "applied_epoch": self.applied_epoch,
+            "applied_epoch": self.applied_epoch, "sessions": self.sessions,
         }, separators=(",", ":")).encode()
 
     @classmethod
@@ -102,7 +103,7 @@ class BrokerRecord:
         return cls(raw["id"], raw["host"], raw["port"], raw.get("machine", raw["host"]), raw.get("rack"),
                    frozenset(raw.get("held", ())), dict(raw.get("bytes_in", {})), dict(raw.get("bytes_out", {})),
                    int(raw.get("memory_bytes", 0)), int(raw.get("connections", 0)), bool(raw.get("leaving", False)),
-                   int(raw.get("applied_epoch", 0)))
+                   int(raw.get("applied_epoch", 0)), dict(raw.get("sessions", {})))
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,8 @@ class Snapshot:
     topic_changes: int
 
 
-Traffic = Callable[[], tuple[dict[str, int], dict[str, int], int]]  # bytes in/out per unit since start, memory
+# Bytes in and out per unit since start, memory in use, and the session S of each partition served.
+Traffic = Callable[[], tuple[dict[str, int], dict[str, int], int, dict[str, int]]]
 
 
 class ZooKeeperCluster:
@@ -99,7 +100,7 @@ class ZooKeeperCluster:
         self._leaving = False
         self._thread: threading.Thread | None = None
         self._topic_lock: Lock | None = None
-        self.traffic: Traffic = lambda: ({}, {}, 0)
+        self.traffic: Traffic = lambda: ({}, {}, 0, {})
         self.connections: Callable[[], int] = lambda: 0
         self._counted: tuple[float, dict[str, int], dict[str, int]] = (time.monotonic(), {}, {})
         # Set by the engine: called on the loop with this node's assignment, and when fenced.
@@ -160,6 +161,11 @@ class ZooKeeperCluster:
     def owns(self, topic: str, partition: int) -> bool:
         """Only what the ownership loop has loaded: topic changes never open a partition here."""
         return f"{topic}/{partition}" in self._serving
+
+    def leader_epoch_of(self, topic: str, partition: int) -> int:
+        key = f"{topic}/{partition}"
+        record = self._snapshot.alive.get(self._snapshot.leaders.get(key, -1))
+        return -1 if record is None else record.sessions.get(key, -1)
 
     def shard_owner(self, shard: int) -> NodeIdentity | None:
         return self._node_of(unit_key(shard))
@@ -240,7 +246,7 @@ class ZooKeeperCluster:
 
     def _record(self) -> BrokerRecord:
         """This node as the admin sees it; rates are bytes/s since the previous record."""
-        total_in, total_out, memory = self.traffic()
+        total_in, total_out, memory, sessions = self.traffic()
         now = time.monotonic()
         then, last_in, last_out = self._counted
         self._counted = (now, total_in, total_out)
@@ -251,7 +257,8 @@ class ZooKeeperCluster:
                      if count != last_out.get(unit, 0) and unit in self._held}
         node = self._node
         return BrokerRecord(node.node_id, node.host, node.port, self._machine, node.rack, self._held,
-                            rates_in, rates_out, memory, self.connections(), self._leaving, self._applied_epoch)
+                            rates_in, rates_out, memory, self.connections(), self._leaving, self._applied_epoch,
+                            sessions)
 
     def _register(self) -> None:
         """Create our ephemeral node. One left by an earlier process on this address (killed,

@@ -152,6 +152,12 @@ class Groups:
     def serves_shard(self, number: int) -> bool:
         return self.offsets.holds(number)
 
+    @property
+    def shard_count(self) -> int:
+        """How many offsets shards there are (Kafka's offsets.topic.num.partitions): fixed when
+        the store was first used, so it may differ from the setting."""
+        return self.offsets.count
+
     def shard_of(self, group_id: str) -> int:
         """The offsets shard holding the group (its coordinator is that shard's owner)."""
         return self.offsets.shard_of(group_id)

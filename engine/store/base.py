@@ -83,3 +83,15 @@ def check_path(path: str) -> list[str]:
     if path.startswith("/") or any(part in (".", "..") for part in parts):
         raise ValueError(f"store paths are relative and plain: {path!r}")
     return parts
+
+
+def location(store: Store) -> str:
+    """Where a store keeps its files, as an operator names it: "hdfs://host:port/root" on HDFS,
+    the directory on a local disk, "memory" for a store without one. Kafka's `log.dirs` and
+    DescribeLogDirs show it. Read from the backends' own `url`/`root` attributes so the
+    storage interface stays the seven calls every backend must have."""
+    root = getattr(store, "root", None)
+    if root is None:
+        return "memory"
+    url = getattr(store, "url", "")
+    return f"{url}{root}" if url else str(root)

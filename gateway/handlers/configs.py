@@ -1,7 +1,7 @@
 """DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) for topics.
 
-Broker resources are described (empty: nothing is tunable at run time) and refused for
-alteration with INVALID_REQUEST.
+Broker resources are described under Kafka's broker config names (broker_configs.py) and
+refused for alteration with INVALID_REQUEST: nothing is tunable at run time.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ..protocol.answers import (
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from .api import handles
+from .broker_configs import BrokerNotFound, broker_entries
 
 TOPIC = 2
 BROKER = 4
@@ -57,15 +58,20 @@ def describe_topic_configs(topic: Topic, keys: Iterable[str] | None) -> list[Con
 
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
 async def describe_configs(ctx: Context, header: RequestHeader, request: DescribeConfigsRequest) -> DescribeConfigsAnswer:
-    return {"throttle_time": 0, "results": [_describe_one(ctx, r) for r in request.resources]}
+    synonyms = request.include_synonyms
+    return {"throttle_time": 0, "results": [_describe_one(ctx, r, synonyms) for r in request.resources]}
 
 
-def _describe_one(ctx: Context, resource: DescribeConfigsResource) -> DescribeConfigsResultAnswer:
+def _describe_one(ctx: Context, resource: DescribeConfigsResource, synonyms: bool) -> DescribeConfigsResultAnswer:
     answer: DescribeConfigsResultAnswer = {
         "error_code": ErrorCode.none, "error_message": None, "resource_type": resource.resource_type,
         "resource_name": resource.resource_name, "configs": []}
     if resource.resource_type == BROKER:
-        return answer
+        try:
+            return answer | {"configs": broker_entries(ctx, resource.resource_name, resource.configuration_keys,
+                                                      synonyms)}
+        except BrokerNotFound as error:
+            return answer | {"error_code": ErrorCode.invalid_request, "error_message": str(error)}
     if resource.resource_type != TOPIC:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": "unsupported resource type"}
     try:

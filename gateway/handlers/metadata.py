@@ -1,6 +1,16 @@
-"""Metadata (key 3) and DescribeCluster (key 60).
+"""Metadata (key 3) and DescribeCluster (key 60): the live nodes and who leads what.
 
-One node leads every partition today; the leader epoch is the partition's session S.
+Both answer from the cluster view (engine/cluster.py): the brokers are the nodes alive, the
+controller is the view's controller node, a partition's leader is the node serving it. The
+leader epoch is the partition's session S: read from the partition when this node serves it,
+else what the view knows (-1 when it does not). A partition nobody serves has leader -1 and
+LEADER_NOT_AVAILABLE, which clients retry.
+
+Replicas: every partition has one copy, in the store (HDFS replicates it), but tools written
+for Kafka expect a topic created with replication factor N to list N replicas, all in sync.
+So Metadata lists N nodes: the leader first, then the next live nodes by node id, wrapping
+around (fewer when fewer are alive). The lists are shared between partitions with the same
+leader, so a 600-partition answer builds a handful of lists, not 1,200.
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from ...engine.api import Topic, errors
+from ...engine.api import NodeIdentity, Topic, errors
 from ..context import Context
 from ..mapping import error_code
 from ..protocol.answers import (
@@ -29,20 +39,72 @@ UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
 NO_OPERATIONS = -2147483648
 
 
-def broker(ctx: Context) -> MetadataBrokerAnswer:
-    settings = ctx.settings
-    return {"node_id": ctx.node_id, "host": settings.advertised_host, "port": settings.advertised_port,
-            "rack": None}
+def address(ctx: Context, node: NodeIdentity) -> tuple[str, int]:
+    """Where clients reach `node`: this node's advertised address comes from the gateway's
+    settings (known once its listener is bound), other nodes' from the view."""
+    if node.node_id == ctx.node_id:
+        return ctx.settings.advertised_host, ctx.settings.advertised_port
+    return node.host, node.port
 
 
-def describe_topic(ctx: Context, topic: Topic) -> MetadataTopicAnswer:
-    partitions: list[MetadataPartitionAnswer] = []
-    for index, session in enumerate(ctx.partitions.sessions(topic.name, topic.partition_count)):
-        partitions.append({"error_code": ErrorCode.none, "partition_index": index, "leader_id": ctx.node_id,
-                           "leader_epoch": session, "replica_nodes": [ctx.node_id],
-                           "isr_nodes": [ctx.node_id], "offline_replicas": []})
+def brokers(ctx: Context) -> list[MetadataBrokerAnswer]:
+    answers: list[MetadataBrokerAnswer] = []
+    for node in ctx.cluster.alive():
+        host, port = address(ctx, node)
+        answers.append({"node_id": node.node_id, "host": host, "port": port, "rack": node.rack})
+    return answers
+
+
+class Replicas:
+    """The replica lists of one answer: `replication_factor` nodes, the leader first, then
+    the next live nodes by node id, wrapping around. Built once per (leader, factor)."""
+
+    def __init__(self, alive: tuple[NodeIdentity, ...]) -> None:
+        self._ids = sorted(node.node_id for node in alive)
+        self._lists: dict[tuple[int, int], list[int]] = {}
+
+    def of(self, leader_id: int, factor: int) -> list[int]:
+        key = (leader_id, factor)
+        found = self._lists.get(key)
+        if found is None:
+            found = self._lists[key] = self._build(leader_id, factor)
+        return found
+
+    def _build(self, leader_id: int, factor: int) -> list[int]:
+        after = [i for i in self._ids if i > leader_id] + [i for i in self._ids if i < leader_id]
+        return [leader_id, *after[:max(factor - 1, 0)]]
+
+
+NO_LEADER: MetadataPartitionAnswer = {"error_code": ErrorCode.leader_not_available, "leader_id": -1,
+                                      "leader_epoch": -1, "replica_nodes": [], "isr_nodes": [],
+                                      "offline_replicas": []}
+
+
+def describe_topic(ctx: Context, topic: Topic, replicas: Replicas | None = None) -> MetadataTopicAnswer:
+    replicas = replicas or Replicas(ctx.cluster.alive())
     return {"error_code": ErrorCode.none, "name": topic.name, "topic_id": topic.resource.uid,
-            "is_internal": False, "partitions": partitions, "topic_authorized_operations": NO_OPERATIONS}
+            "is_internal": False, "partitions": _partitions(ctx, topic, replicas),
+            "topic_authorized_operations": NO_OPERATIONS}
+
+
+def _partitions(ctx: Context, topic: Topic, replicas: Replicas) -> list[MetadataPartitionAnswer]:
+    """One entry per partition; the hot loop of a Metadata answer (keep it lean)."""
+    cluster, name, factor = ctx.cluster, topic.name, topic.replication_factor
+    session_if_open = ctx.partitions.session_if_open
+    partitions: list[MetadataPartitionAnswer] = []
+    for index in range(topic.partition_count):
+        leader = cluster.leader_of(name, index)
+        if leader is None:
+            partitions.append(NO_LEADER | {"partition_index": index})
+            continue
+        session = session_if_open(name, index)
+        if session is None or not cluster.owns(name, index):
+            session = cluster.leader_epoch_of(name, index)
+        nodes = replicas.of(leader.node_id, factor)
+        partitions.append({"error_code": ErrorCode.none, "partition_index": index, "leader_id": leader.node_id,
+                           "leader_epoch": session, "replica_nodes": nodes, "isr_nodes": nodes,
+                           "offline_replicas": []})
+    return partitions
 
 
 async def _requested(ctx: Context, request: MetadataRequest) -> list[MetadataTopicAnswer]:
@@ -79,18 +141,19 @@ async def _one(ctx: Context, name: str | None, auto_create: bool) -> MetadataTop
 @handles(ApiKey.METADATA, 0, 12)
 async def metadata(ctx: Context, header: RequestHeader, request: MetadataRequest) -> MetadataAnswer:
     if request.topics is None or (header.api_version == 0 and not request.topics):
-        topics = [describe_topic(ctx, topic) for topic in ctx.topics]
+        replicas = Replicas(ctx.cluster.alive())
+        topics = [describe_topic(ctx, topic, replicas) for topic in ctx.topics]
     else:
         topics = await _requested(ctx, request)
-    return {"throttle_time": 0, "brokers": [broker(ctx)], "cluster_id": ctx.cluster_id,
-            "controller_id": ctx.node_id, "topics": topics, "cluster_authorized_operations": NO_OPERATIONS}
+    return {"throttle_time": 0, "brokers": brokers(ctx), "cluster_id": ctx.cluster_id,
+            "controller_id": ctx.cluster.controller().node_id, "topics": topics,
+            "cluster_authorized_operations": NO_OPERATIONS}
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER, 0, 1)
 async def describe_cluster(ctx: Context, header: RequestHeader, request: DescribeClusterRequest) -> DescribeClusterAnswer:
-    settings = ctx.settings
     return {"throttle_time": 0, "error_code": ErrorCode.none, "endpoint_type": 1,
-            "cluster_id": ctx.cluster_id, "controller_id": ctx.node_id,
-            "brokers": [{"broker_id": ctx.node_id, "host": settings.advertised_host,
-                         "port": settings.advertised_port, "rack": None}],
+            "cluster_id": ctx.cluster_id, "controller_id": ctx.cluster.controller().node_id,
+            "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
+                        for b in brokers(ctx)],
             "cluster_authorized_operations": NO_OPERATIONS}

@@ -1,4 +1,11 @@
-"""CreateTopics (19), DeleteTopics (20), CreatePartitions (37)."""
+"""CreateTopics (19), DeleteTopics (20), CreatePartitions (37).
+
+CreateTopics takes a replication factor from 1 to the number of live nodes (-1: 1) and
+records it in the topic; Metadata then lists that many replicas. Durability comes from the
+store, not from copies, so the factor changes nothing else. Explicit replica assignments are
+checked as Kafka checks them; the first node of each list is where the partition is wanted,
+which the cluster view is asked for once the topic exists.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequ
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
 from kio.schema.errors import ErrorCode
 
-from ...engine.api import errors
+from ...engine.api import TopicPartition, errors
 from ..context import Context
 from ..mapping import configs_to_engine, error_code
 from ..protocol.answers import (
@@ -25,8 +32,18 @@ from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from .api import handles
 from .configs import describe_topic_configs
+from .placement import alive_ids, replica_list_error, replication_factor_error
 
 CreatedAnswer = CreateTopicsCreatableTopicResultAnswer
+DEFAULT_REPLICATION_FACTOR = 1  # Kafka's default.replication.factor
+
+
+class Refused(Exception):
+    """A CreateTopics request Kafka would refuse before looking at the topic's name."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @handles(ApiKey.CREATE_TOPICS, 2, 7)
@@ -42,23 +59,63 @@ async def create_topics(ctx: Context, header: RequestHeader, request: CreateTopi
 
 
 async def _create_one(ctx: Context, wanted: CreatableTopic, validate_only: bool) -> CreatedAnswer:
-    replication = wanted.replication_factor
-    if replication not in (-1, 1):
-        return _created_error(wanted.name, ErrorCode.invalid_replication_factor,
-                              f"replication factor {replication} is larger than the 1 available broker")
-    count = len(wanted.assignments) if wanted.assignments else wanted.num_partitions
+    try:
+        factor, leaders = _replication(ctx, wanted)
+    except Refused as refused:
+        return _created_error(wanted.name, refused.code, str(refused))
+    count = len(leaders) if leaders else wanted.num_partitions
     count = ctx.settings.default_partitions if count == -1 else count
     try:
         overrides = configs_to_engine({c.name: c.value for c in wanted.configs})
         if validate_only:
             ctx.topics.check_new(wanted.name, count, overrides)
             return {"name": wanted.name, "error_code": ErrorCode.none, "num_partitions": count,
-                    "replication_factor": 1}
-        topic = await ctx.topics.create(wanted.name, count, overrides)
+                    "replication_factor": factor}
+        topic = await ctx.topics.create(wanted.name, count, overrides, factor)
     except errors.EngineError as error:
         return _created_error(wanted.name, error_code(error), str(error))
+    if leaders:
+        await ctx.cluster.reassign({TopicPartition(topic.name, index): node for index, node in enumerate(leaders)})
     return {"name": topic.name, "topic_id": topic.resource.uid, "error_code": ErrorCode.none,
-            "num_partitions": count, "replication_factor": 1, "configs": describe_topic_configs(topic, None)}
+            "num_partitions": count, "replication_factor": factor, "configs": describe_topic_configs(topic, None)}
+
+
+def _replication(ctx: Context, wanted: CreatableTopic) -> tuple[int, list[int]]:
+    """(the replication factor, the wanted leader of each partition when the request assigns
+    replicas, else []); Refused with Kafka's error and message (ReplicationControlManager)."""
+    alive = alive_ids(ctx)
+    if not wanted.assignments:
+        message = replication_factor_error(wanted.replication_factor, len(alive))
+        if message:
+            raise Refused(ErrorCode.invalid_replication_factor, message)
+        factor = wanted.replication_factor
+        return (DEFAULT_REPLICATION_FACTOR if factor == -1 else factor), []
+    if wanted.replication_factor != -1:
+        raise Refused(ErrorCode.invalid_request,
+                      "A manual partition assignment was specified, but replication factor was not set to -1.")
+    if wanted.num_partitions != -1:
+        raise Refused(ErrorCode.invalid_request,
+                      "A manual partition assignment was specified, but numPartitions was not set to -1.")
+    return _assigned(wanted, alive)
+
+
+def _assigned(wanted: CreatableTopic, alive: set[int]) -> tuple[int, list[int]]:
+    lists: dict[int, tuple[int, ...]] = {}
+    for assignment in wanted.assignments:
+        index, replicas = assignment.partition_index, assignment.broker_ids
+        if index in lists:
+            raise Refused(ErrorCode.invalid_replica_assignment,
+                          f"Found multiple manual partition assignments for partition {index}")
+        message = replica_list_error(replicas, alive)
+        if message is None and lists and len(replicas) != len(first := next(iter(lists.values()))):
+            message = (f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but"
+                       f" this is not consistent with previous partitions, which have {len(first)} replica(s).")
+        if message:
+            raise Refused(ErrorCode.invalid_replica_assignment, message)
+        lists[index] = replicas
+    if sorted(lists) != list(range(len(lists))):
+        raise Refused(ErrorCode.invalid_replica_assignment, "partitions should be a consecutive 0-based integer sequence")
+    return len(lists[0]), [lists[index][0] for index in range(len(lists))]
 
 
 def _created_error(name: str, code: ErrorCode, message: str) -> CreatedAnswer:

@@ -110,6 +110,44 @@ class OffsetDeleteAnswer(TypedDict, total=False):
     topics: Sequence[OffsetDeleteTopicAnswer]
 
 
+class ListPartitionReassignmentsOngoingPartitionReassignmentAnswer(TypedDict, total=False):
+    partition_index: int
+    replicas: Sequence[int]
+    adding_replicas: Sequence[int]
+    removing_replicas: Sequence[int]
+
+
+class ListPartitionReassignmentsOngoingTopicReassignmentAnswer(TypedDict, total=False):
+    name: str
+    partitions: Sequence[ListPartitionReassignmentsOngoingPartitionReassignmentAnswer]
+
+
+class ListPartitionReassignmentsAnswer(TypedDict, total=False):
+    throttle_time: int
+    error_code: ErrorCode
+    error_message: str | None
+    topics: Sequence[ListPartitionReassignmentsOngoingTopicReassignmentAnswer]
+
+
+class AlterPartitionReassignmentsReassignablePartitionAnswer(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+    error_message: str | None
+
+
+class AlterPartitionReassignmentsReassignableTopicAnswer(TypedDict, total=False):
+    name: str
+    partitions: Sequence[AlterPartitionReassignmentsReassignablePartitionAnswer]
+
+
+class AlterPartitionReassignmentsAnswer(TypedDict, total=False):
+    throttle_time: int
+    error_code: ErrorCode
+    error_message: str | None
+    responses: Sequence[AlterPartitionReassignmentsReassignableTopicAnswer]
+    allow_replication_factor_change: bool
+
+
 class IncrementalAlterConfigsAlterConfigsResourceAnswer(TypedDict, total=False):
     error_code: ErrorCode
     error_message: str | None
@@ -120,6 +158,23 @@ class IncrementalAlterConfigsAlterConfigsResourceAnswer(TypedDict, total=False):
 class IncrementalAlterConfigsAnswer(TypedDict, total=False):
     throttle_time: int
     responses: Sequence[IncrementalAlterConfigsAlterConfigsResourceAnswer]
+
+
+class ElectLeadersPartitionResultAnswer(TypedDict, total=False):
+    partition_id: int
+    error_code: ErrorCode
+    error_message: str | None
+
+
+class ElectLeadersReplicaElectionResultAnswer(TypedDict, total=False):
+    topic: str
+    partition_result: Sequence[ElectLeadersPartitionResultAnswer]
+
+
+class ElectLeadersAnswer(TypedDict, total=False):
+    throttle_time: int
+    replica_election_results: Sequence[ElectLeadersReplicaElectionResultAnswer]
+    error_code: ErrorCode
 
 
 class DeleteGroupsDeletableGroupResultAnswer(TypedDict, total=False):
@@ -141,6 +196,33 @@ class CreatePartitionsTopicResultAnswer(TypedDict, total=False):
 class CreatePartitionsAnswer(TypedDict, total=False):
     throttle_time: int
     results: Sequence[CreatePartitionsTopicResultAnswer]
+
+
+class DescribeLogDirsPartitionAnswer(TypedDict, total=False):
+    partition_index: int
+    partition_size: int
+    offset_lag: int
+    is_future_key: bool
+
+
+class DescribeLogDirsTopicAnswer(TypedDict, total=False):
+    name: str
+    partitions: Sequence[DescribeLogDirsPartitionAnswer]
+
+
+class DescribeLogDirsResultAnswer(TypedDict, total=False):
+    error_code: ErrorCode
+    log_dir: str
+    topics: Sequence[DescribeLogDirsTopicAnswer]
+    total_bytes: int
+    usable_bytes: int
+    is_cordoned: bool
+
+
+class DescribeLogDirsAnswer(TypedDict, total=False):
+    throttle_time: int
+    results: Sequence[DescribeLogDirsResultAnswer]
+    error_code: ErrorCode
 
 
 class AlterConfigsResourceAnswer(TypedDict, total=False):

@@ -22,3 +22,8 @@ def test_advertising_sets_the_address_and_tells_listeners() -> None:
     unsubscribe()
     cluster.advertise("other", 1)
     assert len(changes) == 1
+
+
+def test_the_embedded_node_knows_no_leader_epoch_but_its_own_partitions() -> None:
+    cluster = EmbeddedCluster()
+    assert cluster.leader_epoch_of("t", 0) == -1  # the node serving it reads S from the partition

@@ -1,3 +1,4 @@
+import json
 import uuid
 
 import pytest
@@ -5,6 +6,7 @@ import pytest
 from martlet.engine.catalog.catalog import Catalog
 from martlet.engine.catalog.config import TopicConfig
 from martlet.engine.catalog.names import ResourceName
+from martlet.engine.catalog.topic import Topic
 from martlet.engine.errors import InvalidConfig, InvalidName, InvalidPartitionCount, TopicExists, UnknownTopic
 from martlet.engine.store.memory import MemoryStore
 
@@ -126,3 +128,16 @@ def test_resource_names_take_their_uuid_from_the_injected_source():
     second = catalog.create("b", 1, TopicConfig(), frozenset(), 0)
     assert str(first.resource) == "alice#a#00000000-0000-0000-0000-000000000001"
     assert second.resource.uid == uuid.UUID(int=2)
+
+
+def test_the_replication_factor_is_stored_and_old_topics_read_as_one():
+    store = MemoryStore()
+    catalog = new_catalog(store)
+    catalog.create("wide", 2, TopicConfig(), frozenset(), 0, replication_factor=3)
+    catalog.create("old", 1, TopicConfig(), frozenset(), 0)
+    assert new_catalog(store).get("wide").replication_factor == 3
+    assert catalog.grow("wide", 4).replication_factor == 3  # kept when the layout changes
+    old = catalog.get("old")
+    doc = json.loads(old.to_json())
+    del doc["replication_factor"]  # a topic.json written before the field existed
+    assert Topic.from_json(json.dumps(doc).encode()).replication_factor == 1

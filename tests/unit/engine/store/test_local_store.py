@@ -61,3 +61,15 @@ def test_lock_refuses_while_another_process_holds_it(tmp_path):
         child.wait(timeout=10)
         child.stdout.close()
     LocalStore(str(tmp_path)).lock("LOCK").release()  # free again once the holder exits
+
+
+def test_location_names_the_directory_or_the_hdfs_url(tmp_path) -> None:
+    from martlet.engine.api import store_location
+    from martlet.engine.store.memory import MemoryStore
+
+    class OnHdfs:  # the attributes HdfsStore keeps, without a NameNode
+        url, root = "hdfs://nn:8020", "/martlet"
+
+    assert store_location(LocalStore(str(tmp_path / "data"))) == str(tmp_path / "data")
+    assert store_location(OnHdfs()) == "hdfs://nn:8020/martlet"  # type: ignore[arg-type]
+    assert store_location(MemoryStore()) == "memory"

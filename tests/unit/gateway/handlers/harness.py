@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from martlet.engine.clock import ManualClock
+from martlet.engine.cluster import ClusterView
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store.base import Store
@@ -34,9 +35,9 @@ CALL_S_MAX = 10.0  # a request still unanswered after this long fails the test i
 
 class Broker:
     def __init__(self, store: Store | None = None, engine_settings: EngineSettings | None = None,
-                 **settings: Any) -> None:
+                 cluster: ClusterView | None = None, **settings: Any) -> None:
         engine_settings = engine_settings or EngineSettings(topic_partitions_max=64)
-        self.engine = Engine(store or MemoryStore(), engine_settings, ManualClock(NOW_MS))
+        self.engine = Engine(store or MemoryStore(), engine_settings, ManualClock(NOW_MS), cluster)
         self.loop = asyncio.new_event_loop()
         self.engine.open()
         self.loop.run_until_complete(self._start())

@@ -59,3 +59,16 @@ def test_describe_cluster(broker: Broker) -> None:
     answer = broker.call(60, 1, {})
     assert answer.error_code == 0 and answer.cluster_id == "unit-cluster"
     assert [b.broker_id for b in answer.brokers] == [1]
+
+
+def test_the_embedded_node_is_the_only_broker_leader_and_controller(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    answer = broker.call(METADATA, 12, {"topics": None})
+    assert [b.node_id for b in answer.brokers] == [1] and answer.controller_id == 1
+    assert {(p.leader_id, p.replica_nodes, p.isr_nodes) for p in answer.topics[0].partitions} == {(1, (1,), (1,))}
+
+
+def test_describe_cluster_lists_the_embedded_node(broker: Broker) -> None:
+    answer = broker.call(60, 1, {})
+    assert (answer.controller_id, [(b.broker_id, b.host, b.port) for b in answer.brokers]) == (
+        1, [(1, "127.0.0.1", 9092)])
