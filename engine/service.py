@@ -52,7 +52,8 @@ class Engine:
         self.persister = Persister(limits, self.clock, inline=not getattr(store, "slow_writes", True))
         self.partitions = Partitions(self.persister, self.pool, settings.read_threads,
                                      lambda tp: self.cluster.owns(tp.topic, tp.partition))
-        opener = PartitionOpener(logs_store, self.pool, settings.index_interval_bytes, self.clock.now_ms)
+        opener = PartitionOpener(logs_store, self.pool, settings.index_interval_bytes, self.clock.now_ms,
+                                 shared=not isinstance(self.cluster, EmbeddedCluster))
         self.topics = Topics(Catalog(store, settings.owner, settings.topic_partitions_max), self.partitions,
                              settings.topic_defaults, opener, self.cluster)
         self._retention_task: asyncio.Task[None] | None = None

@@ -41,10 +41,11 @@ class PartitionOpener:
     pool: MemoryPool
     index_interval_bytes: int
     now_ms: Callable[[], int]
+    shared: bool = False  # other nodes write this store (a cluster): each opening starts its own segment
 
     def open(self, topic: Topic, index: int) -> Partition:
         return Partition.open(self.store, f"{topic_dir(topic)}/{index}", self.log_config(topic), self.now_ms,
-                              self.pool, topic.config.flush_mode == "sync")
+                              self.pool, topic.config.flush_mode == "sync", own_segment=self.shared)
 
     def log_config(self, topic: Topic) -> LogConfig:
         config = topic.config

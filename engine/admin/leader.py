@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -52,6 +52,12 @@ from ..types import TopicPartition
 from .placement import BrokerState, Load, Placement, Policy, Unit, place
 
 logger = logging.getLogger(__name__)
+# Measured rates are noisy, and every move costs its clients a few seconds: load alone moves
+# partitions only in a balance round (at most one per BALANCE_EVERY_S), only when a broker is
+# more than TOLERANCE off the mean, judged on loads smoothed over reports (SMOOTHING per report).
+BALANCE_EVERY_S = 30.0
+TOLERANCE = 0.25
+SMOOTHING = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +71,16 @@ class Round:
 
 class Admin:
     def __init__(self, zookeeper: str, store: Store, session_ms: int = 4000, interval_s: float = 3.0,
-                 policy: Policy | None = None) -> None:
+                 policy: Policy | None = None, balance_every_s: float = BALANCE_EVERY_S) -> None:
         hosts, self._root = split_zookeeper(zookeeper)
         self._zk = KazooClient(hosts=hosts, timeout=session_ms / 1000)
         self._catalog = Catalog(store, owner="admin")
         self._store = store
         self._interval_s = interval_s
-        self._policy = policy or Policy()
+        self._policy = policy or Policy(tolerance=TOLERANCE)
+        self._balance_every_s = balance_every_s
+        self._balanced_at = float("-inf")
+        self._smoothed: dict[str, Load] = {}  # measured load per unit, smoothed over reports
         self.admin_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._stop = threading.Event()
         self._dirty = threading.Event()
@@ -153,9 +162,13 @@ class Admin:
         began = time.perf_counter()
         states = [BrokerState(node_id, record.machine, record.leaving) for node_id, record in sorted(alive.items())]
         wanted: dict[Unit, int] = {key: node for key, node in requested.items() if key in units}
-        loads: dict[Unit, Load] = {key: load for key, load in units.items()}
+        loads: dict[Unit, Load] = {key: load for key, load in self._smooth(units).items()}
         where: dict[Unit, int] = {key: node for key, node in current.items()}
-        placement = place(states, loads, where, wanted, policy=self._policy)
+        balancing = time.monotonic() - self._balanced_at >= self._balance_every_s
+        policy = self._policy if balancing else replace(self._policy, balance_moves_max=0)
+        placement = place(states, loads, where, wanted, policy=policy)
+        if balancing:
+            self._balanced_at = time.monotonic()
         decided_ms = (time.perf_counter() - began) * 1000
         count = self._write(placement, alive, written)
         self._settle_requests(requested, placement)
@@ -203,6 +216,16 @@ class Admin:
             bytes_in.update(record.bytes_in)
             bytes_out.update(record.bytes_out)
         return {key: Load(bytes_in.get(key, 0.0), bytes_out.get(key, 0.0)) for key in keys}
+
+    def _smooth(self, measured: dict[str, Load]) -> dict[str, Load]:
+        """Exponentially smoothed loads, so one noisy report does not move anything."""
+        smoothed = {}
+        for key, load in measured.items():
+            before = self._smoothed.get(key, load)
+            smoothed[key] = Load(before.bytes_in + SMOOTHING * (load.bytes_in - before.bytes_in),
+                                 before.bytes_out + SMOOTHING * (load.bytes_out - before.bytes_out))
+        self._smoothed = smoothed
+        return smoothed
 
     def _shard_count(self) -> int:
         if self._store.exists(COUNT_PATH):

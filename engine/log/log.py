@@ -138,9 +138,23 @@ class PartitionLog:
         base = self.end_offset
         self._write_producer_snapshot(base)
         segment = Segment(self.store, self.path, base, self.config)
+        if not self.store.create_exclusive(segment.log_path):
+            # Only another writer of this log makes a segment where ours would go: in a cluster,
+            # the partition's next owner (see start_own_segment). This writer is fenced.
+            raise FileExistsError(f"{segment.log_path} exists: another node writes {self.path} now")
         segment.open_for_append()
         self._segments.append(segment)
         self._active_since_ms = None
+
+    def start_own_segment(self) -> None:
+        """A new owner's first step (a cluster): seal the segment the last owner was writing
+        and create the next one exclusively. Every file a writer appends to was then created
+        by it or recovered from the last writer (HDFS lease recovery fences that writer), and a
+        segment file is created once: a fenced writer's roll fails instead of starting a file
+        the new owner does not know about. FileExistsError if the last owner rolled after this
+        node listed the log: open it again (that segment is then recovered, and its writer fenced)."""
+        if self._active.size_bytes:
+            self._roll()
 
     def _write_producer_snapshot(self, offset: int) -> None:
         path = offset_file(self.path, offset, PRODUCERS_SUFFIX)

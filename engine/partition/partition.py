@@ -60,9 +60,17 @@ class Partition:
 
     @classmethod
     def open(cls, store: Store, path: str, config: LogConfig, now_ms: Callable[[], int], pool: MemoryPool,
-             sync_flush: bool = False) -> Partition:
+             sync_flush: bool = False, own_segment: bool = False) -> Partition:
+        """Open (recover) the partition at `path`; `own_segment`: start writing in a segment of
+        its own (PartitionLog.start_own_segment), as a node taking over in a cluster does."""
         store.mkdir(path)
         log = PartitionLog.open(store, path, config, now_ms)
+        if own_segment:
+            try:
+                log.start_own_segment()
+            except BaseException:
+                log.abandon()  # not a clean close: the next opening must check what the store kept
+                raise
         history = SessionHistory.load(store, path)
         history.begin(log.end_offset)
         history.save(store, path)
