@@ -29,6 +29,7 @@ from .topics import Topics
 from .types import TopicPartition
 
 logger = logging.getLogger(__name__)
+FENCED_DRAIN_S = 1.0
 Publish = Callable[[frozenset[str], frozenset[str], int], None]  # (serving, opening or releasing, applied epoch)
 
 
@@ -40,6 +41,7 @@ class Ownership:
         self._publish = publish
         self._drain_s = drain_s
         self._retry_s = retry_s
+        self._drain_now_s: float | None = None  # a shorter drain while fenced
         self.held: set[str] = set()  # units served here
         self._busy: set[str] = set()  # units being opened, or no longer served with files still open
         self.applied_epoch = 0  # the epoch of the last assignment this node fully acted on
@@ -58,7 +60,10 @@ class Ownership:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     def fence(self) -> None:
-        """The cluster may have given everything away (our session is gone): drop it all now."""
+        """The cluster may have given everything away (our session is gone): drop it all now.
+        What is not persisted within a second is dropped: the next owners may already have
+        fenced this node's files, so waiting longer would only delay them."""
+        self._drain_now_s = FENCED_DRAIN_S
         self.follow(Assignment(0, frozenset()))
 
     async def close(self) -> None:
@@ -85,6 +90,7 @@ class Ownership:
                 logger.exception("following the cluster's assignment failed; retrying")
             else:
                 self.applied_epoch = epoch
+                self._drain_now_s = None
                 self._publish_held()
 
     async def _round(self, wanted: frozenset[str]) -> None:
@@ -113,7 +119,7 @@ class Ownership:
     async def _drop(self, key: str) -> None:
         unit = parse_unit(key)
         if isinstance(unit, TopicPartition):
-            if not await self._topics.unload(unit, self._drain_s):
+            if not await self._topics.unload(unit, self._drain_now_s or self._drain_s):
                 logger.error("%s: dropped before everything was persisted (the store did not take it in %.0f s)",
                              key, self._drain_s)
         else:

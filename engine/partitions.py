@@ -64,6 +64,9 @@ class Partitions:
         self.persister = persister
         self.pool = pool
         self.owns = owns
+        # False while this node may have been fenced without knowing (a cluster member frozen
+        # past its session): appends are then refused as NotServedHere.
+        self.may_append: Callable[[], bool] = lambda: True
         self._readers = Workers(read_threads, "martlet-read")
         # Keyed by TopicPartition; a plain (topic, index) tuple finds the same entry.
         self._open: dict[tuple[str, int], Partition] = {}
@@ -112,6 +115,8 @@ class Partitions:
         """Take a batch into memory at the partition's end; see the module header for when
         its answer must wait (`wait_persisted`)."""
         partition = self._get(tp)
+        if not self.may_append():
+            raise NotServedHere(f"partition {tp.partition} of {tp.topic!r}: this node may have lost it")
         try:
             offset = partition.append(batch, header, version, session, current_version)
         except DuplicateBatch as duplicate:

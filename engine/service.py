@@ -108,6 +108,7 @@ class Engine:
         member.on_fenced = self.ownership.fence
         member.on_topics_changed = self._refresh_topics
         member.traffic = self._traffic
+        self.partitions.may_append = member.may_append
 
     def _refresh_topics(self) -> None:
         task = asyncio.get_running_loop().create_task(self.topics.refresh())

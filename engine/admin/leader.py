@@ -45,6 +45,7 @@ from ..coordination.layout import (
     split_zookeeper,
     unit_key,
 )
+from ..coordination.member import RECONNECT
 from ..groups.shards import COUNT_PATH, SHARDS_DEFAULT
 from ..store.atomic import read_whole
 from ..store.base import Store
@@ -73,7 +74,7 @@ class Admin:
     def __init__(self, zookeeper: str, store: Store, session_ms: int = 4000, interval_s: float = 3.0,
                  policy: Policy | None = None, balance_every_s: float = BALANCE_EVERY_S) -> None:
         hosts, self._root = split_zookeeper(zookeeper)
-        self._zk = KazooClient(hosts=hosts, timeout=session_ms / 1000)
+        self._zk = KazooClient(hosts=hosts, timeout=session_ms / 1000, connection_retry=RECONNECT)
         self._catalog = Catalog(store, owner="admin")
         self._store = store
         self._interval_s = interval_s

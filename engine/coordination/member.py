@@ -57,6 +57,9 @@ from .layout import (
 
 logger = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 30.0
+TICK_S = 0.1
+# Reconnect quickly and forever: a ZooKeeper outage of a minute must end in a prompt reconnect.
+RECONNECT = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +84,13 @@ class ZooKeeperCluster:
     def __init__(self, zookeeper: str, session_ms: int = 6000, report_ms: int = 3000, rack: str | None = None) -> None:
         self._hosts, self._root = split_zookeeper(zookeeper)
         self.session_ms = session_ms
-        self.report_ms = report_ms
+        self.report_ms = min(report_ms, session_ms // 3)  # several reports per session timeout
+        self._confirmed = time.monotonic()  # when ZooKeeper last answered us
+        self._ticked = time.monotonic()  # the event loop's last tick (a freeze shows as an old tick)
+        self._frozen_at: float | None = None  # when a freeze was seen; appends wait for ZooKeeper
         self._rack = rack
         self._machine = socket.gethostname()
-        self._zk = KazooClient(hosts=self._hosts, timeout=session_ms / 1000)
+        self._zk = KazooClient(hosts=self._hosts, timeout=session_ms / 1000, connection_retry=RECONNECT)
         self._node = NodeIdentity(-1, "", 0, rack)
         self._snapshot = Snapshot({}, {}, Assignment(0, frozenset()), {}, 0)
         self._serving: frozenset[str] = frozenset()  # what ClusterView.owns answers for
@@ -123,6 +129,7 @@ class ZooKeeperCluster:
     def advertise(self, host: str, port: int, rack: str | None = None) -> NodeIdentity:
         """Take the node id of this address, register, and start following the cluster."""
         self._loop = asyncio.get_running_loop()
+        self._tick()
         address = f"{host}:{port}"
         self._node = NodeIdentity(self._node_id_for(address), host, port, rack or self._rack)
         self._register()
@@ -130,6 +137,11 @@ class ZooKeeperCluster:
         self._thread = threading.Thread(target=self._run, name="martlet-zookeeper", daemon=True)
         self._thread.start()
         return self._node
+
+    def staying_peers(self) -> int:
+        """Live brokers other than this one that are not leaving (a hand-over needs one)."""
+        return sum(1 for node_id, record in self._snapshot.alive.items()
+                   if node_id != self._node.node_id and not record.leaving)
 
     def leave(self) -> None:
         """A planned shutdown: ask the admin to move everything away."""
@@ -203,6 +215,37 @@ class ZooKeeperCluster:
         return unsubscribe
 
     # -- for the engine
+
+    def may_append(self) -> bool:
+        """Event loop, before every append. False while this node may have lost its
+        partitions without knowing it yet:
+        - the process was frozen (SIGSTOP, a stalled VM) for longer than a session timeout:
+          the event loop's own tick is that old. The first append after the freeze sees it,
+          before any other work, and appends stay refused until ZooKeeper answers again (the
+          session is then either intact, or lost and everything is dropped);
+        - the connection looks up but ZooKeeper has not answered for a session timeout.
+        A ZooKeeper outage is neither (the loop ticks, the connection is down): the node keeps
+        serving what it holds, and the store fences it if its partitions move meanwhile."""
+        now = time.monotonic()
+        if now - self._ticked > self.session_ms / 1000:
+            self._frozen_at = now
+        if self._frozen_at is not None:
+            return False
+        if now - self._confirmed <= self.session_ms / 1000:
+            return True
+        return bool(self._zk.state != KazooState.CONNECTED)
+
+    def _tick(self) -> None:
+        self._ticked = time.monotonic()
+        if self._loop is not None and not self._stopped.is_set():
+            self._loop.call_later(TICK_S, self._tick)
+
+    def _confirm(self) -> None:
+        """Refresher thread: ZooKeeper answered."""
+        self._confirmed = time.monotonic()
+        frozen_at = self._frozen_at
+        if frozen_at is not None and self._confirmed > frozen_at:
+            self._frozen_at = None
 
     def set_held(self, serving: frozenset[str], busy: frozenset[str], applied_epoch: int) -> None:
         """Event loop: what this node serves, what it is opening or releasing (both count as
@@ -291,6 +334,7 @@ class ZooKeeperCluster:
                     self._session_lost.clear()
                     self._register()
                 self._report()
+                self._confirm()
                 self._refresh()
             except Exception as error:  # ZooKeeper away: keep serving, try again on the next round
                 logger.warning("cluster refresh failed: %s", error)
