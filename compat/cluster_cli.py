@@ -36,7 +36,6 @@ import argparse
 import json
 import logging
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -47,7 +46,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from martlet.compat.reference.cluster import (
-    ClusterOptions,
     LocalCluster,
     LocalClusterError,
     default_martlet_command,
@@ -58,12 +56,11 @@ from martlet.compat.reference.kafka import port_open
 from martlet.compat.reference.maven import tail_text, write_atomic
 from martlet.compat.reference.zookeeper import four_letter_word, zookeeper_classpath
 
-COMMAND_ENV = "MARTLET_CLUSTER_COMMAND"
 DEFAULT_DIR = "martlet-cluster"
 STATE_NAME = "state.json"
 STATE_VERSION = 1
 UP_TIMEOUT_S = 300.0  # ZooKeeper ~1 s, HDFS ~15 s, brokers a few s each on a small machine
-DOWN_TIMEOUT_S = 60.0
+DOWN_TIMEOUT_S = 120.0  # the supervisor stops brokers, then admins, each bounded by 45 s
 POLL_S = 0.1
 
 _detached: list[subprocess.Popen[bytes]] = []  # the supervisor is never waited for: it outlives `up`
@@ -119,13 +116,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status(workdir)
 
 
-def martlet_command() -> tuple[str, ...]:
-    """The command line before ``admin``/``serve``: ``$MARTLET_CLUSTER_COMMAND`` (split like
-    a shell would; tests use a stand-in), else this Python's ``-m martlet.gateway.cli``."""
-    override = os.environ.get(COMMAND_ENV)
-    return tuple(shlex.split(override)) if override else tuple(default_martlet_command())
-
-
 # ----------------------------------------------------------------------------------------
 # up
 
@@ -136,7 +126,7 @@ def up(workdir: Path, brokers: int, admins: int, timeout_s: float) -> int:
         return _fail(f"a cluster is already up in {workdir} (martlet cluster down --dir {workdir})")
     if brokers < 0 or admins < 0:
         return _fail("--brokers and --admins cannot be negative")
-    missing = missing_cluster_commands(martlet_command()) if brokers or admins else None
+    missing = missing_cluster_commands(default_martlet_command()) if brokers or admins else None
     if missing:
         return _fail(f"{missing}; `--brokers 0 --admins 0` starts ZooKeeper and HDFS alone")
     _clear_previous_run(workdir)
@@ -208,8 +198,7 @@ def supervise(workdir: Path, brokers: int, admins: int) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _exit_on_signal)
-    options = ClusterOptions(martlet_command=martlet_command())
-    cluster = LocalCluster(brokers=brokers, admins=admins, workdir=workdir, options=options)
+    cluster = LocalCluster(brokers=brokers, admins=admins, workdir=workdir)
     try:
         cluster.start()
         write_atomic(workdir / STATE_NAME, json.dumps(cluster_state(cluster, workdir), indent=2) + "\n")

@@ -22,6 +22,9 @@ signal). A process is ready when its log shows its ready line: ``martlet listeni
 HOST:PORT`` for a broker, ``martlet admin <id> running`` for an admin. Every wait is bounded.
 A broker keeps its port and data dir for life, so ``start_broker`` after ``kill`` or
 ``stop_broker`` brings the same broker back, as a restarted machine would.
+
+The processes run this Python's ``-m martlet.gateway.cli``, or the command line in
+``$MARTLET_CLUSTER_COMMAND`` (a stand-in in tests, or another tree's martlet).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import functools
 import logging
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -50,6 +54,7 @@ from .process import end_process, signal_group
 from .zookeeper import ReferenceZooKeeper
 
 LOOPBACK = "127.0.0.1"
+COMMAND_ENV = "MARTLET_CLUSTER_COMMAND"
 BROKER_READY = re.compile(r"^martlet listening on (\S+):(\d+)$", re.MULTILINE)
 ADMIN_READY = re.compile(r"^martlet admin (\S+) running$", re.MULTILINE)
 ADDRESS_IN_USE = "Address already in use"
@@ -62,8 +67,12 @@ class LocalClusterError(RuntimeError):
     """A cluster process did not start, or the cluster was used in a state it is not in."""
 
 
-def default_martlet_command() -> list[str]:
-    return [sys.executable, "-m", "martlet.gateway.cli"]
+def default_martlet_command() -> tuple[str, ...]:
+    """The command line before ``admin``/``serve``: ``$MARTLET_CLUSTER_COMMAND`` (split as a
+    shell would: tests put a stand-in there, or another tree's martlet), else this Python's
+    ``-m martlet.gateway.cli``."""
+    override = os.environ.get(COMMAND_ENV)
+    return tuple(shlex.split(override)) if override else (sys.executable, "-m", "martlet.gateway.cli")
 
 
 # ----------------------------------------------------------------------------------------
@@ -136,8 +145,9 @@ class ClusterProcess:
                 self._proc.wait(timeout=0.05)
 
     def signal(self, sig: int) -> None:
-        """Send ``sig`` to the process group; SIGKILL also waits (bounded) until it is gone."""
-        if self._proc is None:
+        """Send ``sig`` to the process group; SIGKILL also waits (bounded) until it is gone.
+        Nothing is sent once it has ended: its pid may belong to another process by then."""
+        if self._proc is None or self._proc.poll() is not None:
             return
         signal_group(self._proc, sig)
         if sig == signal.SIGKILL:
@@ -192,16 +202,18 @@ def missing_cluster_commands(martlet_command: tuple[str, ...]) -> str | None:
 class ClusterOptions:
     """How a LocalCluster runs its processes; the defaults suit tests on a small machine.
 
-    ``martlet_command``: the command line before ``admin``/``serve`` (this Python's
-    ``-m martlet.gateway.cli``). ``serve_args``/``admin_args``: appended to every broker's or
+    ``martlet_command``: the command line before ``admin``/``serve`` (see
+    ``default_martlet_command``). ``serve_args``/``admin_args``: appended to every broker's or
     admin's command line (for example ``--config FILE`` or ``--session-ms 2000``).
     """
 
-    martlet_command: tuple[str, ...] = field(default_factory=lambda: tuple(default_martlet_command()))
+    martlet_command: tuple[str, ...] = field(default_factory=default_martlet_command)
     serve_args: tuple[str, ...] = ()
     admin_args: tuple[str, ...] = ()
     start_timeout_s: float = 60.0
-    stop_timeout_s: float = 20.0
+    # Above the time a broker may spend handing its partitions over when it stops, so that
+    # a graceful stop is not cut short by SIGKILL.
+    stop_timeout_s: float = 45.0
 
 
 class LocalCluster:
@@ -282,19 +294,27 @@ class LocalCluster:
         _log.info("local cluster %s up in %.1fs: %s", self.name, self.startup_seconds, self.bootstrap)
         return self
 
-    def stop(self) -> None:
-        """End every admin and broker (SIGTERM to all, bounded wait, SIGKILL), then the own
-        ZooKeeper and HDFS, then the own work folder. Idempotent."""
-        processes = [*self.brokers, *self.admins]
-        for process in processes:  # all at once: each flushes while the others do
-            if process.alive:
-                process.signal(signal.SIGCONT)
-                process.signal(signal.SIGTERM)
+    def stop(self, graceful: bool = True) -> None:
+        """End every process, then the own ZooKeeper and HDFS, then the own work folder.
+        Idempotent. Graceful: the brokers first, all at once (each flushes while the others
+        do, and the admins are still there to place what they hand over), then the admins;
+        SIGTERM, a bounded wait, SIGKILL. Not graceful: SIGKILL (a test that is over)."""
         try:
-            for process in processes:
-                process.stop(self.options.stop_timeout_s)
+            for processes in (self.brokers, self.admins):
+                self._end_all(processes, graceful)
         finally:
             self._stop_services()
+
+    def _end_all(self, processes: Sequence[ClusterProcess], graceful: bool) -> None:
+        if not graceful:
+            for process in processes:
+                process.signal(signal.SIGKILL)
+            return
+        for process in processes:
+            process.signal(signal.SIGCONT)  # it may be paused
+            process.signal(signal.SIGTERM)
+        for process in processes:
+            process.stop(self.options.stop_timeout_s)
 
     # -- brokers -------------------------------------------------------------------------
 

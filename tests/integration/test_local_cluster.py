@@ -132,6 +132,13 @@ def test_stop_ends_every_process_even_paused_ones_and_is_idempotent(fake_cluster
     cluster.stop()
 
 
+def test_stop_not_graceful_kills_every_process(fake_cluster) -> None:
+    cluster = fake_cluster(brokers=2, admins=1)
+    processes = [*cluster.brokers, *cluster.admins]
+    cluster.stop(graceful=False)
+    assert [process.returncode for process in processes] == [-signal.SIGKILL] * 3
+
+
 def test_a_process_that_fails_to_start_fails_start_and_leaves_nothing_running(
     reference_zookeeper, tmp_path: Path
 ) -> None:
@@ -153,7 +160,7 @@ def test_a_martlet_without_the_cluster_commands_is_refused_before_anything_start
 
 
 def test_real_cluster_serves_a_kafka_client_through_its_bootstrap(request: pytest.FixtureRequest) -> None:
-    missing = missing_cluster_commands(tuple(default_martlet_command()))
+    missing = missing_cluster_commands(default_martlet_command())
     if missing:  # until the admin and cluster-serve commands are in this tree; then remove this
         pytest.skip(missing)
     local_cluster = request.getfixturevalue("local_cluster")  # after the check: it starts HDFS
