@@ -1,3 +1,9 @@
 """Registers the shared fixture plugins in tests/fixtures/."""
 
-pytest_plugins = ["tests.fixtures.hdfs", "tests.fixtures.kafka_reference", "tests.fixtures.martlet"]
+pytest_plugins = [
+    "tests.fixtures.cluster",
+    "tests.fixtures.hdfs",
+    "tests.fixtures.kafka_reference",
+    "tests.fixtures.martlet",
+    "tests.fixtures.zookeeper",
+]
