@@ -55,6 +55,7 @@ class PartitionOpener:
 
 
 logger = logging.getLogger(__name__)
+LOADERS = 8  # partitions opened at once when a cluster moves them here (store round trips)
 TOPIC_LOCK_S = 30.0  # longest a topic change waits for another node's
 
 
@@ -83,6 +84,7 @@ class Topics:
         self._opener = opener
         self._cluster = cluster
         self._admin = Workers(1, "martlet-admin")
+        self._loaders = Workers(LOADERS, "martlet-load")  # partitions a cluster moves here
         self.shared: SharedCatalog | None = None  # set in a cluster: changes then take its lock
 
     # -- lookups (event loop, memory only)
@@ -210,7 +212,8 @@ class Topics:
             if topic is None or tp.partition >= topic.partition_count:
                 return False
         if self._partitions.get_open(tp) is None:
-            partition = await self._off_loop(self._opener.open, topic, tp.partition)
+            loop = asyncio.get_running_loop()  # loads run side by side: each touches only its own directory
+            partition = await loop.run_in_executor(self._loaders, self._opener.open, topic, tp.partition)
             self._partitions.add(tp, partition)
         return True
 
@@ -237,6 +240,7 @@ class Topics:
 
     def close(self) -> None:
         self._admin.shutdown()
+        self._loaders.shutdown()
 
     # -- on the admin thread
 

@@ -64,6 +64,8 @@ class Partition:
         """Open (recover) the partition at `path`; `own_segment`: start writing in a segment of
         its own (PartitionLog.start_own_segment), as a node taking over in a cluster does."""
         store.mkdir(path)
+        if own_segment:
+            store.take_over(path)  # the last owner's writes end here, before anything is read
         log = PartitionLog.open(store, path, config, now_ms)
         if own_segment:
             try:

@@ -65,6 +65,13 @@ class Store(Protocol):
 
     def exists(self, path: str) -> bool: ...
 
+    def take_over(self, directory: str) -> None:
+        """Before writing files another process may have been writing (a partition moving to
+        this node): end that process's hold on every file in `directory`, all at once, so no
+        write of it can land afterwards. HDFS recovers the leases; stores without leases have
+        nothing to do."""
+        ...
+
     def create_exclusive(self, path: str) -> bool:
         """Create an empty file at `path` unless anything is there (its directory must
         exist): True if this call created it, False if it already existed. Atomic across

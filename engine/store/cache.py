@@ -118,5 +118,8 @@ class CachedStore:
     def exists(self, path: str) -> bool:
         return self.store.exists(path)
 
+    def take_over(self, directory: str) -> None:
+        self.store.take_over(directory)
+
     def create_exclusive(self, path: str) -> bool:
         return self.store.create_exclusive(path)

@@ -60,7 +60,7 @@ from .base import check_path
 
 COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
 LEASE_RECOVERY_S = 120.0  # longest open_append waits for the NameNode to recover a lease
-LEASE_POLL_S = 0.5
+LEASE_POLL_S = 0.1
 _ABANDONED: list[FileWriter] = []  # broken writers, kept so that nothing closes or drops them
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -249,6 +249,37 @@ class HdfsStore:
             if self._clock.monotonic() > deadline:
                 raise OSError(f"HDFS: lease recovery of {hdfs_path} did not finish in {LEASE_RECOVERY_S:.0f} s")
             self._clock.sleep(LEASE_POLL_S)  # the NameNode finishes recovery in the background
+
+    @_os_errors
+    def take_over(self, directory: str) -> None:
+        """Recover the lease of every file in `directory` at once: ask for each, then wait for
+        the NameNode to finish them together (one recovery's time, not one per file). After
+        it, the previous writer's appends and closes fail; this store's own writers there are
+        released first."""
+        hdfs_dir = self._writable(directory)
+        try:
+            names = [posixpath.basename(s.path) for s in self._client.list_status(hdfs_dir) if not s.isdir]
+        except FileNotFoundError:
+            return
+        paths = [posixpath.join(hdfs_dir, name) for name in names]
+        for path in paths:
+            own = self._writers.get(path)
+            if own is not None and not own.closed:
+                own.release()
+        deadline = self._clock.monotonic() + LEASE_RECOVERY_S
+        waiting = [path for path in paths if not self._recovered(path)]
+        while waiting:
+            if self._clock.monotonic() > deadline:
+                raise OSError(f"HDFS: lease recovery in {hdfs_dir} did not finish in {LEASE_RECOVERY_S:.0f} s")
+            self._clock.sleep(LEASE_POLL_S)  # the NameNode recovers them in the background
+            waiting = [path for path in waiting if not self._recovered(path)]
+        self._settled.update(paths)
+
+    def _recovered(self, hdfs_path: str) -> bool:
+        try:
+            return bool(self._client.recover_lease(hdfs_path))
+        except FileNotFoundError:
+            return True
 
     @_os_errors
     def truncate(self, path: str, size: int) -> None:

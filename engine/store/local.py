@@ -136,6 +136,9 @@ class LocalStore:
     def exists(self, path: str) -> bool:
         return os.path.exists(self._os_path(path))
 
+    def take_over(self, directory: str) -> None:
+        return None  # no leases: one process per data dir is enforced by its lock
+
     def create_exclusive(self, path: str) -> bool:
         os_path = self._os_path(path)
         try:

@@ -117,6 +117,9 @@ class MemoryStore:
         key = self._key(path)
         return key in self._files or key in self._dirs
 
+    def take_over(self, directory: str) -> None:
+        return None  # no leases: one process per data dir is enforced by its lock
+
     def create_exclusive(self, path: str) -> bool:
         key = self._key(path)
         if not self._parent_exists(key):

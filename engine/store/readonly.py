@@ -53,6 +53,9 @@ class ReadOnlyStore:
     def create_exclusive(self, path: str) -> bool:
         _refuse("create_exclusive", path)
 
+    def take_over(self, directory: str) -> None:
+        _refuse("take_over", directory)
+
 
 def _refuse(call: str, path: str) -> NoReturn:
     raise PermissionError(f"read-only store: {call}({path!r}) refused")

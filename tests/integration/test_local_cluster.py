@@ -22,8 +22,6 @@ from martlet.compat.reference.cluster import (
     ClusterOptions,
     LocalCluster,
     LocalClusterError,
-    default_martlet_command,
-    missing_cluster_commands,
 )
 from martlet.compat.reference.kafka import port_open
 from tests.fixtures.martlet import wait_until
@@ -160,10 +158,7 @@ def test_a_martlet_without_the_cluster_commands_is_refused_before_anything_start
 
 
 def test_real_cluster_serves_a_kafka_client_through_its_bootstrap(request: pytest.FixtureRequest) -> None:
-    missing = missing_cluster_commands(default_martlet_command())
-    if missing:  # until the admin and cluster-serve commands are in this tree; then remove this
-        pytest.skip(missing)
-    local_cluster = request.getfixturevalue("local_cluster")  # after the check: it starts HDFS
+    local_cluster = request.getfixturevalue("local_cluster")
     from tests.integration.clients import (
         check_round_trip,
         confluent_consume,
