@@ -143,7 +143,7 @@ even_loads = st.builds(Load, st.integers(0, 3000).map(float), st.integers(0, 300
 tight = st.builds(Policy, tolerance=st.sampled_from([0.0, 0.1]), balance_moves_max=st.none())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(clusters(with_requests=False, policy=tight, loads=even_loads, units_min=30))
 def test_balance_brings_a_skewed_cluster_with_even_loads_into_the_band(cluster):
     test_every_open_broker_ends_inside_the_band_when_balance_is_not_capped.hypothesis.inner_test(cluster)
@@ -196,7 +196,7 @@ def shuffled_dict(mapping, rng):
     return dict(shuffled(mapping.items(), rng))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(clusters(with_requests=False, policy=tight, loads=even_loads, units_min=30))
 def test_a_broker_that_joins_a_balanced_cluster_takes_a_share_by_balance_moves_only(cluster):
     brokers, unit_loads, current, _, policy = cluster
