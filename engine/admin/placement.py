@@ -49,6 +49,12 @@ broker stays >= mean - slack and the light one stays < mean: a balance move neve
 broker out of the band, and every move makes the sum of squared weights smaller, so balancing
 ends even without a cap.
 
+Known limit: the slack is set by the heaviest unit of the whole cluster. Once one unit outweighs
+tolerance * mean, the band widens for every broker: a broker may then carry mean + that unit in
+small units, and a joining broker is filled only up to mean - that unit (nothing at all once a
+unit outweighs the mean). A per-broker band (mean +- max(mean * tolerance, the heaviest unit on
+that broker)) keeps the greedy guarantees on the top side; its bottom side is not worked out yet.
+
 The broker's `host` is carried for later (spreading a topic's partitions over machines) and is not
 used yet.
 """
