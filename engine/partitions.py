@@ -76,14 +76,6 @@ class Partitions:
         return PartitionInfo(partition.session, partition.start_offset, partition.checkpoint,
                              partition.end_offset)
 
-    def sessions(self, topic: str, count: int) -> list[int]:
-        """S of partitions 0..count-1 of a topic (Metadata asks it of every partition)."""
-        sessions = []
-        for index in range(count):  # a plain tuple finds the partition without building a key
-            partition = self._open.get((topic, index)) or self._get(TopicPartition(topic, index))
-            sessions.append(partition.session)
-        return sessions
-
     def session_if_open(self, topic: str, index: int) -> int | None:
         """S of a partition this node has open, else None (Metadata: held elsewhere or not
         loaded yet). A plain tuple finds the partition without building a key."""
