@@ -82,17 +82,6 @@ class Partitions:
         return PartitionInfo(partition.session, partition.start_offset, partition.checkpoint,
                              partition.end_offset)
 
-    def sessions(self, topic: str, count: int) -> list[int]:
-        """S of partitions 0..count-1 of a topic (Metadata asks it of every partition); -1 for
-        those another node serves."""
-        sessions = []
-        for index in range(count):  # a plain tuple finds the partition without building a key
-            partition = self._open.get((topic, index))
-            if partition is None and self.owns(TopicPartition(topic, index)):
-                partition = self._get(TopicPartition(topic, index))
-            sessions.append(-1 if partition is None else partition.session)  # -1: served elsewhere
-        return sessions
-
     def session_if_open(self, topic: str, index: int) -> int | None:
         """S of a partition this node has open, else None (Metadata: held elsewhere or not
         loaded yet). A plain tuple finds the partition without building a key."""

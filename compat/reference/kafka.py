@@ -47,6 +47,10 @@ KAFKA_TOOLS: dict[str, str] = {
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "configs": "org.apache.kafka.tools.ConfigCommand",
     "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+    "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "storage": "kafka.tools.StorageTool",
 }
 

@@ -107,13 +107,14 @@ def broker_entries(ctx: Context, name: str, keys: Iterable[str] | None,
     """The entries of BROKER resource `name`; BrokerNotFound with Kafka's message."""
     if name == "":
         return []  # the cluster-wide dynamic defaults: Martlet keeps none
-    node = _live_node(ctx, name)
+    node = live_node(ctx, name)
     wanted = set(keys) if keys else None
     return [_entry(ctx, node, config, synonyms) for config in BROKER_CONFIGS
             if wanted is None or config.name in wanted]
 
 
-def _live_node(ctx: Context, name: str) -> NodeIdentity:
+def live_node(ctx: Context, name: str) -> NodeIdentity:
+    """The live node a BROKER resource names; BrokerNotFound with Kafka's message."""
     try:
         node_id = int(name)
     except ValueError:

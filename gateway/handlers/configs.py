@@ -1,7 +1,10 @@
 """DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) for topics.
 
-Broker resources are described under Kafka's broker config names (broker_configs.py) and
-refused for alteration with INVALID_REQUEST: nothing is tunable at run time.
+Broker resources are described under Kafka's broker config names (broker_configs.py).
+Nothing about a broker is tunable at run time, so setting a broker config is refused with
+INVALID_REQUEST, while removing one (IncrementalAlterConfigs DELETE) finds nothing set and
+succeeds, as Kafka answers for a dynamic config that was never set:
+`kafka-reassign-partitions --verify` removes the replication throttles of every broker.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from ..protocol.answers import (
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from .api import handles
-from .broker_configs import BrokerNotFound, broker_entries
+from .broker_configs import BrokerNotFound, broker_entries, live_node
 
 TOPIC = 2
 BROKER = 4
@@ -107,11 +110,28 @@ async def incremental_alter_configs(ctx: Context, header: RequestHeader,
                                     request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsAnswer:
     answers = []
     for resource in request.resources:
+        if resource.resource_type == BROKER:
+            answers.append(_unset_broker_configs(ctx, resource.resource_name, resource.configs))
+            continue
+
         def apply(current: dict[str, str], operations: tuple[AlterableConfig, ...] = resource.configs) -> dict[str, str | None]:
             return _apply_ops(current, operations)
         answers.append(await _alter(ctx, resource.resource_type, resource.resource_name, apply,
                                     request.validate_only))
     return {"throttle_time": 0, "responses": answers}
+
+
+def _unset_broker_configs(ctx: Context, name: str, operations: Iterable[AlterableConfig]) -> Altered:
+    answer: Altered = {"error_code": ErrorCode.none, "error_message": None, "resource_type": BROKER,
+                       "resource_name": name}
+    if any(op.config_operation != DELETE for op in operations):
+        return answer | {"error_code": ErrorCode.invalid_request, "error_message": "only topic configs can be altered"}
+    try:
+        if name:  # "" is the cluster-wide default
+            live_node(ctx, name)
+    except BrokerNotFound as error:
+        return answer | {"error_code": ErrorCode.invalid_request, "error_message": str(error)}
+    return answer
 
 
 def _apply_ops(current: dict[str, str], operations: Iterable[AlterableConfig]) -> dict[str, str | None]:

@@ -8,6 +8,10 @@ lists those it has not finished, which ListPartitionReassignments shows as Kafka
 reassignment in flight: replicas = target and current leader, adding the target, removing
 the current leader.
 
+A list of another length than the topic's replication factor is accepted (the factor is not
+changed: it only tells how many nodes Metadata lists), unless the request forbids a change of
+factor (v1, KIP-860), which Kafka then refuses.
+
 Leaders are where placement put them, and the leader is by definition the first replica
 Metadata lists, i.e. the preferred one: ElectLeaders answers ELECTION_NOT_NEEDED for a placed
 partition (Kafka's answer when the preferred replica already leads), for PREFERRED and
@@ -77,14 +81,16 @@ def _ongoing(ctx: Context, pending: Mapping[TopicPartition, int]) -> list[Ongoin
 async def alter_partition_reassignments(ctx: Context, header: RequestHeader,
                                         request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsAnswer:
     moves: Moves = {}
-    answers = [_alter_topic(ctx, wanted, moves) for wanted in request.topics]
+    resizable = getattr(request, "allow_replication_factor_change", True)  # v1 (KIP-860); v0 allows it
+    answers = [_alter_topic(ctx, wanted, resizable, moves) for wanted in request.topics]
     if moves:
         await ctx.cluster.reassign(moves)
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "responses": answers,
-            "allow_replication_factor_change": getattr(request, "allow_replication_factor_change", True)}
+            "allow_replication_factor_change": resizable}
 
 
-def _alter_topic(ctx: Context, wanted: ReassignableTopic, moves: Moves) -> AlterPartitionReassignmentsReassignableTopicAnswer:
+def _alter_topic(ctx: Context, wanted: ReassignableTopic, resizable: bool,
+                 moves: Moves) -> AlterPartitionReassignmentsReassignableTopicAnswer:
     topic = ctx.topics.find(wanted.name)
     alive = alive_ids(ctx)
     pending = ctx.cluster.reassignments()
@@ -97,6 +103,9 @@ def _alter_topic(ctx: Context, wanted: ReassignableTopic, moves: Moves) -> Alter
         elif not 0 <= index < topic.partition_count:
             answers.append(_refused(index, ErrorCode.unknown_topic_or_partition,
                                     f"Unable to find partition {wanted.name}:{index}."))
+        elif not resizable and replicas is not None and len(replicas) != topic.replication_factor:
+            answers.append(_refused(index, ErrorCode.invalid_replication_factor,
+                                    f"The replication factor is changed from {topic.replication_factor} to {len(replicas)}"))
         else:
             answers.append(_alter_partition(TopicPartition(topic.name, index), replicas, alive, pending, moves))
     return {"name": wanted.name, "partitions": answers}

@@ -39,7 +39,7 @@ DEFAULT_REPLICATION_FACTOR = 1  # Kafka's default.replication.factor
 
 
 class Refused(Exception):
-    """A CreateTopics request Kafka would refuse before looking at the topic's name."""
+    """A CreateTopics entry refused for its replication settings, with Kafka's error code."""
 
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)

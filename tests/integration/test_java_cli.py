@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -101,3 +102,41 @@ def test_java_idempotent_producer_across_restart_leaves_no_duplicates(martlet_pr
     assert len(values) == len(set(values)), "duplicates after restart"
     assert len(values) == 3000, f"{3000 - len(values)} lines lost"
     assert sorted(values, key=lambda v: int(v.split("-")[1])) == values  # order kept
+
+
+def test_operator_tools_describe_reassign_and_list_api_versions(martlet, kafka_tool, tmp_path):
+    topic = unique_topic("cli-admin")
+    bootstrap = martlet.bootstrap
+    create(kafka_tool, bootstrap, topic, 2)
+    described = run_ok(kafka_tool, "topics", ["--bootstrap-server", bootstrap, "--describe", "--topic", topic])
+    assert "ReplicationFactor: 1" in described and described.count("Leader: 1\tReplicas: 1\tIsr: 1") == 2
+
+    versions = run_ok(kafka_tool, "broker-api-versions", ["--bootstrap-server", bootstrap])
+    assert f"{bootstrap} (id: 1 rack: null" in versions
+    for served in ("DescribeLogDirs(35): 1 to 5", "ElectLeaders(43): 0 to 2", "AlterPartitionReassignments(45): 0 to 1",
+                   "ListPartitionReassignments(46): 0 [usable: 0]", "DescribeCluster(60): 0 to 1"):
+        assert served in versions
+
+    configs = run_ok(kafka_tool, "configs", ["--bootstrap-server", bootstrap, "--describe", "--entity-type", "brokers",
+                                             "--entity-name", "1", "--all"])
+    assert f"advertised.listeners=PLAINTEXT://{bootstrap} " in configs and "broker.id=1 " in configs
+    run_ok(kafka_tool, "configs", ["--bootstrap-server", bootstrap, "--describe", "--entity-type", "brokers",
+                                   "--entity-name", "1"])
+
+    plan = tmp_path / "move.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1]}]}))
+    reassign = ["--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan)]
+    assert f"Successfully started partition reassignment for {topic}-0" in run_ok(
+        kafka_tool, "reassign-partitions", [*reassign, "--execute"])
+    assert f"Reassignment of partition {topic}-0 is completed." in run_ok(
+        kafka_tool, "reassign-partitions", [*reassign, "--verify"])  # and clears the (absent) throttles
+    assert "No partition reassignments found." in run_ok(
+        kafka_tool, "reassign-partitions", ["--bootstrap-server", bootstrap, "--list"])
+
+    log_dirs = run_ok(kafka_tool, "log-dirs", ["--bootstrap-server", bootstrap, "--describe", "--topic-list", topic])
+    report = json.loads(log_dirs.splitlines()[-1])
+    assert sorted(p["partition"] for d in report["brokers"][0]["logDirs"] for p in d["partitions"]) == [
+        f"{topic}-0", f"{topic}-1"]
+    elected = run_ok(kafka_tool, "leader-election", ["--bootstrap-server", bootstrap, "--election-type", "preferred",
+                                                     "--topic", topic, "--partition", "0"])
+    assert f"Valid replica already elected for partitions {topic}-0" in elected

@@ -218,6 +218,16 @@ def test_alter_checks_each_partition_then_asks_the_cluster_once(node: Broker, cl
     assert cluster.reassign_calls == [{TopicPartition("t", 0): 2}]
 
 
+def test_a_change_of_factor_is_refused_only_when_the_request_forbids_it(node: Broker) -> None:
+    create(node, "t", 1, 2)
+    body = {"timeout": 1000, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": [3]}]}]}
+    forbidden = node.call(ALTER_REASSIGNMENTS, 1, body | {"allow_replication_factor_change": False})
+    assert forbidden.allow_replication_factor_change is False
+    assert [(p.error_code, p.error_message) for p in forbidden.responses[0].partitions] == [
+        (INVALID_REPLICATION_FACTOR, "The replication factor is changed from 2 to 1")]
+    assert alter(node, {"t": [(0, [3])]}, version=1) == {("t", 0): (0, None)}  # allowed by default
+
+
 def test_a_pending_move_is_listed_then_cancelled(node: Broker, cluster: ThreeNodes) -> None:
     create(node, "t", 3, 1)
     assert alter(node, {"t": [(1, [3])]}, version=1) == {("t", 1): (0, None)}

@@ -94,3 +94,17 @@ def test_incremental_append_to_a_non_list_config_is_invalid_config(broker: Broke
     assert incremental(broker, "t", [("retention.ms", SUBTRACT, "1000")]) == 40
     assert incremental(broker, "t", [("retention.ms", SET, "2000"), ("segment.ms", APPEND, "1")]) == 40
     assert sources(broker, "t")["retention.ms"] == ("1000", 1)  # nothing of a refused request applies
+
+
+def test_removing_a_broker_config_finds_nothing_set_and_setting_one_is_refused(broker: Broker) -> None:
+    def on_broker(name: str, operation: int) -> tuple[int, str | None]:
+        body = {"resources": [{"resource_type": BROKER, "resource_name": name, "configs": [
+            {"name": "leader.replication.throttled.rate", "config_operation": operation, "value": None}]}],
+            "validate_only": False}
+        response = broker.call(INCREMENTAL_ALTER_CONFIGS, 1, body).responses[0]
+        return response.error_code, response.error_message
+
+    assert on_broker("1", DELETE) == (0, None)  # kafka-reassign-partitions --verify clears throttles so
+    assert on_broker("", DELETE) == (0, None)
+    assert on_broker("1", SET)[0] == 42
+    assert on_broker("7", DELETE) == (42, "Unexpected broker id, expected 1 or empty string, but received 7")
