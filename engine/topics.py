@@ -213,8 +213,11 @@ class Topics:
                 return False
         if self._partitions.get_open(tp) is None:
             loop = asyncio.get_running_loop()  # loads run side by side: each touches only its own directory
+            began = loop.time()
             partition = await loop.run_in_executor(self._loaders, self._opener.open, topic, tp.partition)
             self._partitions.add(tp, partition)
+            logger.info("%s/%d opened in %.2f s: session %d, end offset %d", tp.topic, tp.partition,
+                        loop.time() - began, partition.session, partition.end_offset)
         return True
 
     async def unload(self, tp: TopicPartition, drain_s: float) -> bool:

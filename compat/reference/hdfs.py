@@ -225,6 +225,7 @@ class ReferenceHdfs:
             "-D", "dfs.replication=1",
             "-D", "dfs.namenode.safemode.extension=0",
             "-D", "dfs.permissions.enabled=false",
+            "-D", "dfs.heartbeat.interval=1",  # lease recovery waits for a DataNode heartbeat (3 s by default)
             "-writeDetails", str(self.workdir / "details.json"),
         ]  # fmt: skip
         if format_storage:

@@ -59,6 +59,8 @@ logger = logging.getLogger(__name__)
 BALANCE_EVERY_S = 30.0
 TOLERANCE = 0.25
 SMOOTHING = 0.3
+PROBE_EVERY_S = 0.25
+PROBE_TIMEOUT_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,7 @@ class Admin:
         self._connected = threading.Event()
         self._intended: dict[str, int] = {}  # units between owners: where they are going
         self.leading = threading.Event()
+        self._alive: dict[int, BrokerRecord] = {}  # as the last round read them (the prober's list)
         self.rounds: list[Round] = []
 
     def path(self, relative: str) -> str:
@@ -140,6 +143,8 @@ class Admin:
             self._zk.set(self.path(ADMIN_LEADER), AdminRecord(self.admin_id, socket.gethostname(),
                                                               os.getpid()).to_json())
         self.leading.set()
+        prober = threading.Thread(target=self._probe, name="martlet-admin-probe", daemon=True)
+        prober.start()
         try:
             while not self._stop.is_set() and self._connected.is_set():
                 self._dirty.clear()
@@ -152,9 +157,42 @@ class Admin:
             self.leading.clear()
             logger.info("admin %s no longer leads", self.admin_id)
 
+    def _probe(self) -> None:
+        """While leading: notice a broker process that died before ZooKeeper does. Its session
+        outlives it by the session timeout, but its Kafka port refuses connections at once
+        (a frozen process still holds its port, so only a gone process is seen). Twice
+        refused in a row, its registration is deleted and its partitions move now."""
+        refused: dict[int, int] = {}
+        while self.leading.is_set() and not self._stop.wait(PROBE_EVERY_S):
+            for node_id, record in list(self._alive.items()):
+                if not _refuses(record.host, record.port):
+                    refused.pop(node_id, None)
+                    continue
+                refused[node_id] = refused.get(node_id, 0) + 1
+                if refused[node_id] >= 2:
+                    refused.pop(node_id)
+                    self._declare_dead(record)
+
+    def _declare_dead(self, record: BrokerRecord) -> None:
+        path = self.path(f"{BROKERS}/{record.node_id}")
+        try:
+            data, _ = self._zk.get(path)
+            if BrokerRecord.from_json(data).address != record.address:
+                return
+            self._zk.delete(path)
+        except NoNodeError:
+            return
+        except Exception as error:  # ZooKeeper away: its session timeout will do it
+            logger.warning("could not remove dead broker %d: %s", record.node_id, error)
+            return
+        logger.info("broker %d (%s) refuses connections: its process is gone; moving its partitions",
+                    record.node_id, record.address)
+        self._dirty.set()
+
     def place_once(self) -> Round:
         """Read the cluster, place, write the assignments that changed."""
         alive = self._brokers()
+        self._alive = alive
         written = self._assignments()
         units = self._units(alive)
         requested = reassignments_from_json(self._get(REASSIGNMENTS, watch=True) or b"")
@@ -300,3 +338,14 @@ class Admin:
 
     def _watch(self, _event: object) -> None:
         self._dirty.set()
+
+
+def _refuses(host: str, port: int) -> bool:
+    """True only if the address actively refuses a connection (nothing listens there)."""
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:  # a timeout or an unreachable network proves nothing
+        return False

@@ -132,11 +132,13 @@ class PartitionLog:
         too_old = self._active_since_ms is not None and self.now_ms() - self._active_since_ms > self.config.segment_ms
         return too_big or too_old or not active.fits_offsets(header)
 
-    def _roll(self) -> None:
-        """Seal the active segment (fsynced, so recovery may trust it) and start the next."""
+    def _roll(self, snapshot: bool = True) -> None:
+        """Seal the active segment (fsynced, so recovery may trust it) and start the next.
+        The producer snapshot at the boundary only spares a later recovery some replay."""
         self._active.seal()
         base = self.end_offset
-        self._write_producer_snapshot(base)
+        if snapshot:
+            self._write_producer_snapshot(base)
         segment = Segment(self.store, self.path, base, self.config)
         if not self.store.create_exclusive(segment.log_path):
             # Only another writer of this log makes a segment where ours would go: in a cluster,
@@ -154,7 +156,7 @@ class PartitionLog:
         the new owner does not know about. FileExistsError if the last owner rolled after this
         node listed the log: open it again (that segment is then recovered, and its writer fenced)."""
         if self._active.size_bytes:
-            self._roll()
+            self._roll(snapshot=False)  # a move waits for this: recovery replays from an older snapshot
 
     def _write_producer_snapshot(self, offset: int) -> None:
         path = offset_file(self.path, offset, PRODUCERS_SUFFIX)

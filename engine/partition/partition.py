@@ -34,6 +34,7 @@ from ..store.base import Store
 from .memory import MemoryPool
 from .sessions import SessionHistory
 from .tail import Tail
+from .workers import Workers
 
 logger = logging.getLogger(__name__)
 CLOSE_WAIT_S = 10.0  # how long close waits for a store call in progress
@@ -67,15 +68,23 @@ class Partition:
         if own_segment:
             store.take_over(path)  # the last owner's writes end here, before anything is read
         log = PartitionLog.open(store, path, config, now_ms)
+        history = SessionHistory.load(store, path)
+        history.begin(log.end_offset)
         if own_segment:
+            # Each step ends in closing a small file, about half a second on HDFS: the two
+            # run side by side (they touch different files), so a move waits for one.
+            saving = Workers(1, "martlet-sessions")
+            saved = saving.submit(history.save, store, path)
             try:
                 log.start_own_segment()
+                saved.result()
             except BaseException:
                 log.abandon()  # not a clean close: the next opening must check what the store kept
                 raise
-        history = SessionHistory.load(store, path)
-        history.begin(log.end_offset)
-        history.save(store, path)
+            finally:
+                saving.shutdown()
+        else:
+            history.save(store, path)
         partition = cls(store, path, log, history, pool, sync_flush)
         partition._publish_recovered()
         return partition
