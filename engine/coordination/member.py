@@ -220,9 +220,10 @@ class ZooKeeperCluster:
         """Event loop, before every append. False while this node may have lost its
         partitions without knowing it yet:
         - the process was frozen (SIGSTOP, a stalled VM) for longer than a session timeout:
-          the event loop's own tick is that old. The first append after the freeze sees it,
-          before any other work, and appends stay refused until ZooKeeper answers again (the
-          session is then either intact, or lost and everything is dropped);
+          the event loop's own tick is that old (seen by the tick itself, or by the first
+          append after the freeze, whichever runs first), and appends stay refused until
+          ZooKeeper answers again (the session is then either intact, or lost and everything
+          is dropped);
         - the connection looks up but ZooKeeper has not answered for a session timeout.
         A ZooKeeper outage is neither (the loop ticks, the connection is down): the node keeps
         serving what it holds, and the store fences it if its partitions move meanwhile."""
@@ -236,7 +237,10 @@ class ZooKeeperCluster:
         return bool(self._zk.state != KazooState.CONNECTED)
 
     def _tick(self) -> None:
-        self._ticked = time.monotonic()
+        now = time.monotonic()
+        if now - self._ticked > self.session_ms / 1000:  # the loop may run timers before reading sockets
+            self._frozen_at = now
+        self._ticked = now
         if self._loop is not None and not self._stopped.is_set():
             self._loop.call_later(TICK_S, self._tick)
 
