@@ -25,7 +25,12 @@ from ...records.header import stamp_log_append_time
 from ...records.validate import validate_produced
 from ..context import Context
 from ..mapping import batch_code, error_code
-from ..protocol.answers import PartitionProduceAnswer, ProduceAnswer, TopicProduceAnswer
+from ..protocol.answers import (
+    PartitionProduceAnswer,
+    ProduceAnswer,
+    ProduceNodeEndpointAnswer,
+    TopicProduceAnswer,
+)
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from ..protocol.produce_wire import PartitionData, ProduceRequest, TopicData, decode_produce, encode_produce_response
@@ -59,7 +64,19 @@ async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) 
                     task.cancel()
     if request.acks == 0:
         return None
-    return {"responses": responses, "throttle_time": throttled_ms}
+    answer: ProduceAnswer = {"responses": responses, "throttle_time": throttled_ms}
+    endpoints = _leader_endpoints(ctx, responses)
+    if endpoints:
+        answer["node_endpoints"] = endpoints
+    return answer
+
+
+def _leader_endpoints(ctx: Context, responses: list[TopicProduceAnswer]) -> list[ProduceNodeEndpointAnswer]:
+    """KIP-951: the address of every node a NOT_LEADER_OR_FOLLOWER answer names as leader."""
+    named = {p["current_leader"]["leader_id"] for topic in responses for p in topic["partition_responses"]
+             if "current_leader" in p}
+    return [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+            for node in ctx.cluster.alive() if node.node_id in named]
 
 
 def _answer_within(timeout_s: float) -> float:
@@ -126,7 +143,10 @@ def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data:
     except InvalidBatch as invalid:
         return _failure(index, batch_code(invalid), str(invalid))
     except errors.EngineError as error:
-        return _failure(index, error_code(error), str(error))
+        failure = _failure(index, error_code(error), str(error))
+        if failure["error_code"] == ErrorCode.not_leader_or_follower:
+            _point_to_leader(ctx, tp, failure)
+        return failure
     answer: PartitionProduceAnswer = {
         "index": index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
         "log_append_time": -1 if appended.duplicate else append_time, "log_start_offset": appended.start_offset}
@@ -146,6 +166,14 @@ async def _persisted(ctx: Context, tp: TopicPartition, offset: int, answer: Part
         answer.update({"error_code": error_code(error)})
         return
     answer.update(kept)
+
+
+def _point_to_leader(ctx: Context, tp: TopicPartition, failure: PartitionProduceAnswer) -> None:
+    """KIP-951: name the partition's current leader, so the producer goes there at once."""
+    leader = ctx.cluster.leader_of(tp.topic, tp.partition)
+    if leader is not None and leader.node_id != ctx.node_id:
+        failure["current_leader"] = {"leader_id": leader.node_id,
+                                     "leader_epoch": ctx.cluster.leader_epoch_of(tp.topic, tp.partition)}
 
 
 def _failure(index: int, code: ErrorCode, message: str) -> PartitionProduceAnswer:

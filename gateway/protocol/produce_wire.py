@@ -23,12 +23,13 @@ Records are returned as read-only views of the frame: nothing is copied on the w
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .codec import ProtocolError, RequestHeader
 
 FLEXIBLE_FROM = 9
+CURRENT_LEADER_FROM = 10  # KIP-951: the answer may name a partition's current leader
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
 HEADER_FIXED = struct.Struct(">hhi")
@@ -173,14 +174,44 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
                 length(out, 0, flexible)  # record_errors: Martlet refuses whole batches
                 string(out, p.get("error_message"), flexible)
             if flexible:
-                out.append(0)
+                _current_leader(out, p.get("current_leader") if version >= CURRENT_LEADER_FROM else None)
         if flexible:
             out.append(0)
     out += I32.pack(answer.get("throttle_time", 0))
     if flexible:
-        out.append(0)
+        _node_endpoints(out, answer.get("node_endpoints") if version >= CURRENT_LEADER_FROM else None)
     I32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
+
+
+def _current_leader(out: bytearray, leader: Mapping[str, Any] | None) -> None:
+    """A partition's tagged fields: tag 0 is CurrentLeader (KIP-951, v10+), the node a
+    NOT_LEADER_OR_FOLLOWER answer points the producer to."""
+    if not leader or (leader["leader_id"], leader["leader_epoch"]) == (-1, -1):  # the default is not written
+        out.append(0)
+        return
+    out += b"\x01\x00\x09"  # one tagged field: tag 0, 9 bytes
+    out += I32.pack(leader["leader_id"]) + I32.pack(leader["leader_epoch"]) + b"\x00"
+
+
+def _node_endpoints(out: bytearray, endpoints: Sequence[Mapping[str, Any]] | None) -> None:
+    """The response's tagged fields: tag 0 is NodeEndpoints (KIP-951, v10+), the address of
+    every node a CurrentLeader names."""
+    if not endpoints:
+        out.append(0)
+        return
+    field = bytearray()
+    length(field, len(endpoints), True)
+    for node in endpoints:
+        field += I32.pack(node["node_id"])
+        string(field, node["host"], True)
+        field += I32.pack(node["port"])
+        string(field, node.get("rack"), True)
+        field.append(0)
+    out.append(1)
+    _uvarint(out, 0)
+    _uvarint(out, len(field))
+    out += field
 
 
 def _uvarint(out: bytearray, value: int) -> None:

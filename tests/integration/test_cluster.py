@@ -124,17 +124,23 @@ def test_zookeeper_stopped_for_a_minute_moves_nothing(local_cluster, reference_z
 def test_an_added_broker_takes_a_share_and_a_rolling_restart_loses_nothing(local_cluster) -> None:  # type: ignore[no-untyped-def]
     cluster, topic = started(local_cluster, brokers=2)
     load = Load(cluster.bootstrap, topic, PARTITIONS).start()
+    lossy = Load(cluster.bootstrap, topic, PARTITIONS, rate_per_s=100, acks="1", idempotent=False, tag="b").start()
     wait_for(lambda: load.acked_count() > 200, 60, "the load to run")
     added = cluster.add_broker()
     added_at = time.monotonic()
     new_id = node_ids(cluster)[added.index]
     wait_for(lambda: new_id in leaders(cluster.bootstrap, topic).values(), 60, "the new broker to take a partition")
     print(f"\nan added broker led a partition {time.monotonic() - added_at:.1f} s after it started")
-    for index in range(len(cluster.brokers)):
+    for index in range(len(cluster.brokers)):  # a planned stop hands over: even acks=1 loses nothing
         assert cluster.stop_broker(index) == 0, cluster.log_report()
         cluster.start_broker(index)
         wait_for(lambda: all_led(cluster.bootstrap, topic), 60, "every partition to have a leader")
-    finish(cluster, topic, load)
+    lossy.stop()
+    load.stop()
+    assert not load.errors and not lossy.errors, (load.errors + lossy.errors)[:5]
+    seen = read_all(cluster.bootstrap, topic, PARTITIONS, load.acked_count() + lossy.acked_count())
+    check_stored(load, seen)
+    check_stored(lossy, seen, exactly_once=False)
 
 
 def test_a_frozen_broker_is_fenced_and_its_clients_move_on(local_cluster) -> None:  # type: ignore[no-untyped-def]

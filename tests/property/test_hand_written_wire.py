@@ -59,11 +59,14 @@ def test_a_truncated_request_is_a_protocol_error() -> None:
 PARTITION = st.fixed_dictionaries({
     "index": I32, "error_code": ERROR_CODES, "base_offset": I64,
     "log_append_time": st.integers(-3, 4_102_444_800_000),  # kio's writer takes dates up to year 9999
-    "log_start_offset": I64}, optional={"error_message": st.none() | TEXT})
+    "log_start_offset": I64}, optional={
+        "error_message": st.none() | TEXT,
+        "current_leader": st.fixed_dictionaries({"leader_id": I32 | st.just(-1), "leader_epoch": I32 | st.just(-1)})})
 ANSWER = st.fixed_dictionaries({
     "responses": st.lists(st.fixed_dictionaries({"name": TEXT, "partition_responses": st.lists(PARTITION, max_size=3)}),
                           max_size=3),
-    "throttle_time": MILLIS})
+    "throttle_time": MILLIS}, optional={"node_endpoints": st.lists(st.fixed_dictionaries(
+        {"node_id": I32, "host": TEXT, "port": I32, "rack": st.none() | TEXT}), max_size=3)})
 
 
 @pytest.mark.parametrize("version", VERSIONS)

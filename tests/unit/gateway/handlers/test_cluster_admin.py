@@ -273,3 +273,20 @@ def test_every_partition_reports_only_those_an_election_could_change(node: Broke
     assert set(elect(node, None)) == {("a", 1)}
     assert elect(node, None)[("a", 1)][0] == PREFERRED_LEADER_NOT_AVAILABLE
     assert elect(node, None, election=1)[("a", 1)][0] == ELIGIBLE_LEADERS_NOT_AVAILABLE
+
+
+# -- Produce to a partition another node leads (KIP-951)
+
+def test_produce_elsewhere_names_the_current_leader_and_its_address(node: Broker) -> None:
+    from tests.integration.raw_client import record_batch
+
+    assert create(node, "k", 3, 1).error_code == 0
+    answer = node.produce("k", 1, record_batch([b"x"]), version=11)  # partition 1 is node 2's
+    partition = answer.responses[0].partition_responses[0]
+    assert partition.error_code == 6  # NOT_LEADER_OR_FOLLOWER
+    assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (2, REMOTE_EPOCH)
+    assert [(e.node_id, e.host, e.port, e.rack) for e in answer.node_endpoints] == [(2, "10.0.0.2", 9093, "r2")]
+    older = node.produce("k", 1, record_batch([b"x"]), version=9)  # no such fields before v10
+    assert older.responses[0].partition_responses[0].error_code == 6
+    here = node.produce("k", 0, record_batch([b"x"]), version=11).responses[0].partition_responses[0]
+    assert here.error_code == 0 and here.current_leader.leader_id == -1  # nothing to point at
