@@ -128,7 +128,7 @@ def test_an_added_broker_takes_a_share_and_a_rolling_restart_loses_nothing(local
     wait_for(lambda: load.acked_count() > 200, 60, "the load to run")
     added = cluster.add_broker()
     added_at = time.monotonic()
-    new_id = node_ids(cluster)[added.index]
+    new_id = wait_for(lambda: node_ids(cluster).get(added.index), 30, "the new broker to be listed")
     wait_for(lambda: new_id in leaders(cluster.bootstrap, topic).values(), 60, "the new broker to take a partition")
     print(f"\nan added broker led a partition {time.monotonic() - added_at:.1f} s after it started")
     for index in range(len(cluster.brokers)):  # a planned stop hands over: even acks=1 loses nothing
