@@ -161,11 +161,15 @@ def read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout
     return seen
 
 
-def check_stored(load: Load, seen: Stored, exactly_once: bool = True) -> None:
-    """Every acknowledged record is stored, in produce order, and (`exactly_once`) once."""
+def check_stored(load: Load, seen: Stored, exactly_once: bool = True,
+                 except_acked_between: tuple[float, float] | None = None) -> None:
+    """Every acknowledged record is stored, in produce order, and (`exactly_once`) once.
+    `except_acked_between`: records acknowledged in that span (monotonic times) may be
+    missing: acks=1 answers a broker gave just before it was frozen or killed."""
     problems = []
+    start, end = except_acked_between or (0.0, 0.0)
     for partition, acks in load.acked.items():
-        acked = [sequence for sequence, _ in acks]
+        acked = [sequence for sequence, at in acks if not start <= at <= end]
         stored = seen.get((load.tag, partition), [])
         duplicates = len(stored) - len(set(stored)) if exactly_once else 0
         missing = sorted(set(acked) - set(stored))
