@@ -194,5 +194,33 @@ def _committed(admin: AdminClient, group: str, topic: str) -> dict[int, int]:
 
     request = ConsumerGroupTopicPartitions(group, [ConfluentPartition(topic, p) for p in range(3)])
     result = admin.list_consumer_group_offsets([request])[group].result(30)
-    return {tp.partition: tp.offset for tp in result.topic_partitions}
+    return {tp.partition: max(tp.offset, 0) for tp in result.topic_partitions}  # -1001: nothing committed
 
+
+
+def test_the_java_client_rides_through_a_broker_death(cluster: LocalCluster) -> None:
+    from martlet.compat.clients.java_driver import JavaDriver
+
+    topic = f"java-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    wait_for(lambda: (led := leaders(cluster.bootstrap, topic)) and all(leader >= 0 for leader in led.values()),
+             60, "leaders")
+    now_ms = int(time.time() * 1000)
+
+    def records(first: int) -> list[dict[str, object]]:
+        return [{"key": f"k{i}", "value": f"v{i}", "headers": [], "timestamp": now_ms + i, "partition": i % 3}
+                for i in range(first, first + 150)]
+
+    victim = _node_ids(cluster).index(leaders(cluster.bootstrap, topic)[0])
+    try:
+        with JavaDriver(cluster.bootstrap) as java:
+            assert {r["error"] for r in java.produce(topic, records(0), acks="all", idempotent=True)} == {"NONE"}
+            cluster.kill(victim)  # the Java producer retries until partition 0 has moved
+            assert {r["error"] for r in java.produce(topic, records(150), acks="all", idempotent=True)} == {"NONE"}
+            consumed = java.consume(topic, None, "earliest", 300, 60.0)
+        values = sorted(int(record["value"][1:]) for record in consumed)
+        assert values == list(range(300))  # every record once
+    finally:
+        if not cluster.brokers[victim].alive:
+            cluster.start_broker(victim)
