@@ -53,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     admin_cmd.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", required=True)
     admin_cmd.add_argument("--store", metavar="URL", required=True,
                            help="the cluster's store: hdfs://HOST:PORT/PATH, or a local folder shared by its brokers")
-    admin_cmd.add_argument("--session-ms", type=int, default=4000, help="ZooKeeper session timeout (4000)")
+    admin_cmd.add_argument("--session-ms", type=int, default=3000,
+                           help="ZooKeeper session timeout: a standby leads this long after the leader dies (3000)")
     commands.add_parser("config", help="print every config file key with its default")
     commands.add_parser("compat", help="compatibility suite and reference services (see: martlet compat -h)")
     commands.add_parser("bench", help="Martlet and Apache Kafka side by side (see: martlet bench -h)")

@@ -73,7 +73,7 @@ class Round:
 
 
 class Admin:
-    def __init__(self, zookeeper: str, store: Store, session_ms: int = 4000, interval_s: float = 3.0,
+    def __init__(self, zookeeper: str, store: Store, session_ms: int = 3000, interval_s: float = 3.0,
                  policy: Policy | None = None, balance_every_s: float = BALANCE_EVERY_S) -> None:
         hosts, self._root = split_zookeeper(zookeeper)
         self._zk = KazooClient(hosts=hosts, timeout=session_ms / 1000, connection_retry=RECONNECT)
