@@ -1,0 +1,87 @@
+"""The ownership loop (engine/ownership.py): drops before it loads, and what it publishes
+lets the admin hand a unit on only once it is released."""
+
+import asyncio
+
+from martlet.engine.coordination.layout import Assignment
+from martlet.engine.ownership import Ownership
+from martlet.engine.types import TopicPartition
+
+
+class FakeTopics:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.release = asyncio.Event()
+        self.failing: set[TopicPartition] = set()
+
+    async def load(self, tp: TopicPartition) -> bool:
+        if tp in self.failing:
+            raise OSError("the store is down")
+        self.events.append(f"load {tp.topic}/{tp.partition}")
+        return True
+
+    async def unload(self, tp: TopicPartition, drain_s: float) -> bool:
+        self.events.append(f"unload {tp.topic}/{tp.partition}")
+        await self.release.wait()
+        self.events.append(f"released {tp.topic}/{tp.partition}")
+        return True
+
+
+class FakeGroups:
+    def __init__(self) -> None:
+        self.loaded: set[int] = set()
+
+    async def load_shard(self, number: int) -> None:
+        self.loaded.add(number)
+
+    async def drop_shard(self, number: int) -> None:
+        self.loaded.discard(number)
+
+
+async def settle(ownership: Ownership, published: list, count: int) -> None:
+    for _ in range(200):
+        if len(published) >= count:
+            return
+        await asyncio.sleep(0.01)  # lets the ownership task run; bounded
+
+
+def test_units_move_out_before_others_move_in_and_busy_units_count_as_held() -> None:
+    async def run() -> None:
+        topics, groups, published = FakeTopics(), FakeGroups(), []
+        ownership = Ownership(topics, lambda: groups, lambda *state: published.append(state), retry_s=0.05)  # type: ignore[arg-type]
+        ownership.follow(Assignment(1, frozenset({"t/0", "@offsets/3"})))
+        await settle(ownership, published, 3)
+        assert published[-1] == (frozenset({"t/0", "@offsets/3"}), frozenset(), 1)
+        assert groups.loaded == {3}
+
+        ownership.follow(Assignment(2, frozenset({"t/1"})))
+        await settle(ownership, published, 4)
+        serving, busy, epoch = published[-1]
+        assert serving == frozenset() and busy == {"t/0", "@offsets/3", "t/1"} and epoch == 1  # still releasing t/0
+        assert "load t/1" not in topics.events
+        topics.release.set()
+        await settle(ownership, published, 6)
+        assert published[-1] == (frozenset({"t/1"}), frozenset(), 2)
+        assert topics.events.index("released t/0") < topics.events.index("load t/1")
+        await ownership.close()
+
+    asyncio.run(run())
+
+
+def test_a_unit_that_fails_to_load_is_retried_and_not_held_meanwhile() -> None:
+    async def run() -> None:
+        topics, groups, published = FakeTopics(), FakeGroups(), []
+        topics.failing.add(TopicPartition("t", 0))
+        ownership = Ownership(topics, lambda: groups, lambda *state: published.append(state), retry_s=0.05)  # type: ignore[arg-type]
+        ownership.follow(Assignment(1, frozenset({"t/0"})))
+        await settle(ownership, published, 3)
+        assert published[-1][0] == frozenset()
+        topics.failing.clear()
+        for _ in range(200):
+            if published[-1][0] == {"t/0"}:
+                break
+            await asyncio.sleep(0.01)  # the retry comes after retry_s; bounded
+        assert published[-1] == (frozenset({"t/0"}), frozenset(), 1)
+        await ownership.close()
+
+    asyncio.run(run())
