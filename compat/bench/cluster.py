@@ -24,6 +24,8 @@ fresh `LocalCluster` (one elected admin, N brokers) under its own chroot and sto
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import json
 import os
 import statistics
@@ -138,9 +140,8 @@ def _alternate(plan: ClusterPlan, targets: list[Target]) -> Rows:
         for target in targets:
             endpoint = target.endpoint
             plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<10} {PRODUCE}")
-            topic = f"bench-{PRODUCE}-r{round_no}"
-            rows.append(_measured(round_no, endpoint.name, PRODUCE, lambda e=endpoint, t=topic: {  # type: ignore[misc]
-                "metrics": _produce(e, plan.scale, t, plan.scale.produce_bytes)}))
+            measure = functools.partial(_produce_row, endpoint, plan.scale, f"bench-{PRODUCE}-r{round_no}")
+            rows.append(_measured(round_no, endpoint.name, PRODUCE, measure))
             plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<10} settling")
             _settle(targets)
     for target in targets:
@@ -169,6 +170,10 @@ def _cpu_seconds(pid: int) -> float:
         return cpu_seconds(pid)
     except FileNotFoundError:
         return 0.0
+
+
+def _produce_row(endpoint: Endpoint, scale: ClusterScale, topic: str) -> dict[str, Any]:
+    return {"metrics": _produce(endpoint, scale, topic, scale.produce_bytes)}
 
 
 def _produce(endpoint: Endpoint, scale: ClusterScale, topic: str, total_bytes: int) -> dict[str, float]:
@@ -237,8 +242,8 @@ def _kill_once(cluster: LocalCluster, topic: str, load: SteadyLoad) -> list[floa
     current = wait_for(lambda: all_led(bootstrap, topic), LEADERS_TIMEOUT_S, "every partition led")
     node_by_port = node_ids(bootstrap)
     led = Counter(current.values())
-    index = max(range(len(cluster.brokers)), key=lambda i: led[node_by_port.get(cluster.brokers[i].port, -1)])
-    victim = node_by_port[cluster.brokers[index].port]
+    index = max(range(len(cluster.brokers)), key=lambda i: led[node_by_port.get(_port(cluster, i), -1)])
+    victim = node_by_port[_port(cluster, index)]
     moved = [partition for partition, leader in current.items() if leader == victim]
     killed_at = time.monotonic()
     cluster.kill(index)
@@ -246,10 +251,16 @@ def _kill_once(cluster: LocalCluster, topic: str, load: SteadyLoad) -> list[floa
     wait_for(lambda: all_led(bootstrap, topic, excluded=victim), LEADERS_TIMEOUT_S, "the partitions to move")
     cluster.start_broker(index)
     back_at = time.monotonic()
-    port = cluster.brokers[index].port
+    port = _port(cluster, index)
     wait_for(lambda: port in node_ids(bootstrap), LEADERS_TIMEOUT_S, f"broker {index} to register again")
     load.wait_acks_after(back_at, sorted(current), MOVE_TIMEOUT_S)  # every partition served again
     return list(took.values())
+
+
+def _port(cluster: LocalCluster, index: int) -> int:
+    port = cluster.brokers[index].port
+    assert port is not None, "a LocalCluster broker keeps its port for life"
+    return port
 
 
 def _require_exactly_once(load: SteadyLoad, seen: dict[int, list[int]]) -> None:
@@ -327,5 +338,5 @@ def cluster_json(rows: Rows, scale: ClusterScale) -> str:
     data["ratios"] = summary(rows)
     data["failover_targets_s"] = {"p50": TARGET_P50_S, "max": TARGET_MAX_S,
                                   "kafka broker.session.timeout.ms": KAFKA_SESSION_TIMEOUT_S}
-    data["scale"] = {name: getattr(scale, name) for name in scale.__slots__}  # type: ignore[attr-defined]
+    data["scale"] = dataclasses.asdict(scale)
     return json.dumps(data, indent=2)

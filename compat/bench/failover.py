@@ -155,14 +155,17 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> Stored:
                     raise RuntimeError(f"read-back stalled: partitions {sorted(ended)} of {partitions} ended")
                 continue
             last = time.monotonic()
-            if message.error():
-                if message.error().code() != KafkaError._PARTITION_EOF:
-                    raise RuntimeError(f"read-back failed: {message.error()}")
-                ended.add(message.partition())
+            error, partition, value = message.error(), message.partition(), message.value()
+            assert partition is not None, "a consumed message names its partition"
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"read-back failed: {error}")
+                ended.add(partition)
                 continue
-            ended.discard(message.partition())
-            _, sequence = message.value().decode().split(":")
-            seen[message.partition()].append(int(sequence))
+            ended.discard(partition)
+            assert value is not None, "every failover record has a value"
+            _, sequence = value.decode().split(":")
+            seen[partition].append(int(sequence))
     finally:
         consumer.close()
     return seen
