@@ -8,8 +8,11 @@ sending at a fixed rate and naming each record's partition itself. Record values
 
 so a reader can place every record in its partition's produce order. The producer keeps
 going through broker deaths (librdkafka retries until `message.timeout.ms`) and records the
-monotonic time of every acknowledgement: the unavailability of a partition after a kill is
-the time from the kill to its first acknowledgement after it. `check_stored` then reads
+monotonic time of every acknowledgement. A `Mark` taken just before a kill holds the moment
+and each partition's next sequence: the unavailability of a partition is the time from the
+mark to the first acknowledgement of a record produced after it. (The first acknowledgement
+of any record would count answers the dead broker wrote before it died and the client read
+a few milliseconds later.) `check_stored` then reads
 every partition back and requires each acknowledged record exactly once, in produce order.
 """
 
@@ -68,6 +71,12 @@ def node_ids(bootstrap: str) -> dict[int, int]:
     return {broker.port: node_id for node_id, broker in brokers.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class Mark:
+    at: float  # time.monotonic()
+    next_sequences: tuple[int, ...]  # per partition: the first sequence produced after `at`
+
+
 @dataclass
 class SteadyLoad:
     bootstrap: str
@@ -81,6 +90,7 @@ class SteadyLoad:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="bench-failover-load", daemon=True)
+        self._next = [0] * self.partitions  # per partition: the sequence its next record gets
 
     def start(self) -> SteadyLoad:
         self._thread.start()
@@ -96,13 +106,14 @@ class SteadyLoad:
         producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
                              "linger.ms": 5, "message.timeout.ms": 120_000, "retry.backoff.ms": 50,
                              "topic.metadata.refresh.interval.ms": 1000, **QUIET})
-        sequences = [0] * self.partitions
+        sequences = self._next
         sent = 0
         next_at = time.monotonic()
         while not self._stop.is_set():
             partition = sent % self.partitions
-            value = f"{partition}:{sequences[partition]}".encode()
-            sequences[partition] += 1
+            with self._lock:
+                value = f"{partition}:{sequences[partition]}".encode()
+                sequences[partition] += 1
             sent += 1
             producer.produce(self.topic, value=value, partition=partition, on_delivery=self._delivered)
             producer.poll(0)
@@ -124,15 +135,21 @@ class SteadyLoad:
         with self._lock:
             return sum(len(acks) for acks in self.acked.values())
 
-    def first_ack_after(self, partition: int, moment: float) -> float | None:
+    def mark(self) -> Mark:
         with self._lock:
-            return next((at for _, at in self.acked.get(partition, ()) if at > moment), None)
+            return Mark(time.monotonic(), tuple(self._next))
 
-    def wait_acks_after(self, moment: float, partitions: list[int], timeout_s: float) -> dict[int, float]:
-        """Seconds from `moment` to the first acknowledgement on each of `partitions`."""
+    def first_ack_after(self, partition: int, mark: Mark) -> float | None:
+        """When the first record produced after `mark` on `partition` was acknowledged."""
+        since = mark.next_sequences[partition]
+        with self._lock:
+            return next((at for sequence, at in self.acked.get(partition, ()) if sequence >= since), None)
+
+    def wait_acks_after(self, mark: Mark, partitions: list[int], timeout_s: float) -> dict[int, float]:
+        """Seconds from `mark` to the first acknowledgement of a later record on each of `partitions`."""
         def found() -> dict[int, float] | None:
-            firsts = {p: self.first_ack_after(p, moment) for p in partitions}
-            return {p: at - moment for p, at in firsts.items() if at is not None} if all(firsts.values()) else None
+            firsts = {p: self.first_ack_after(p, mark) for p in partitions}
+            return {p: at - mark.at for p, at in firsts.items() if at is not None} if all(firsts.values()) else None
         return wait_for(found, timeout_s, f"an acknowledged produce on partitions {partitions}") if partitions else {}
 
 

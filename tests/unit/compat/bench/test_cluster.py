@@ -7,7 +7,7 @@ import pytest
 
 from martlet.compat.bench import cli
 from martlet.compat.bench.cluster import FAILOVER, PRODUCE, ClusterScale, cluster_report, summary
-from martlet.compat.bench.failover import SteadyLoad, check_stored
+from martlet.compat.bench.failover import Mark, SteadyLoad, check_stored
 
 
 def produce_rows(**mbps: float) -> list[dict[str, object]]:
@@ -43,6 +43,14 @@ def load_with(acked: dict[int, list[int]]) -> SteadyLoad:
     for partition, sequences in acked.items():
         load.acked[partition] = [(sequence, 0.0) for sequence in sequences]
     return load
+
+
+def test_failover_time_counts_from_the_kill_to_a_record_produced_after_it() -> None:
+    load = load_with({0: [], 1: []})
+    # 0 and 1 were produced before the kill; the dead broker's answer to 1 was read after it
+    load.acked[0] = [(0, 9.9), (1, 10.004), (2, 11.5), (3, 11.5)]
+    load.acked[1] = [(0, 9.9), (1, 12.0)]
+    assert load.wait_acks_after(Mark(10.0, (2, 1)), [0, 1], timeout_s=1.0) == pytest.approx({0: 1.5, 1: 2.0})
 
 
 def test_every_acknowledged_record_once_in_order_passes() -> None:
