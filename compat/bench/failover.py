@@ -153,7 +153,7 @@ class SteadyLoad:
         return wait_for(found, timeout_s, f"an acknowledged produce on partitions {partitions}") if partitions else {}
 
 
-Stored = dict[int, list[int]]  # partition -> sequences in log order
+Stored = dict[int, list[tuple[int, int]]]  # partition -> (sequence, offset) in log order
 
 
 def read_all(bootstrap: str, topic: str, partitions: int) -> Stored:
@@ -182,7 +182,7 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> Stored:
             ended.discard(partition)
             assert value is not None, "every failover record has a value"
             _, sequence = value.decode().split(":")
-            seen[partition].append(int(sequence))
+            seen[partition].append((int(sequence), message.offset() or 0))
     finally:
         consumer.close()
     return seen
@@ -193,12 +193,16 @@ def check_stored(load: SteadyLoad, seen: Stored) -> list[str]:
     problems = []
     for partition, acks in sorted(load.acked.items()):
         acked = {sequence for sequence, _ in acks}
-        stored = seen.get(partition, [])
-        duplicates = len(stored) - len(set(stored))
+        offsets: dict[int, list[int]] = defaultdict(list)
+        for sequence, offset in seen.get(partition, []):
+            offsets[sequence].append(offset)
+        stored = [sequence for sequence, _ in seen.get(partition, [])]
+        duplicates = {sequence: at for sequence, at in offsets.items() if len(at) > 1}
         missing = sorted(acked - set(stored))
         if duplicates or missing:
+            shown = ", ".join(f"{sequence} at offsets {at}" for sequence, at in list(duplicates.items())[:5])
             problems.append(f"partition {partition}: {len(missing)} acknowledged records missing "
-                            f"(first {missing[:5]}), {duplicates} duplicates")
+                            f"(first {missing[:5]}), {len(duplicates)} stored more than once ({shown})")
         in_log = [sequence for sequence in stored if sequence in acked]
         if in_log != sorted(in_log):
             problems.append(f"partition {partition}: acknowledged records out of produce order")

@@ -53,16 +53,21 @@ def test_failover_time_counts_from_the_kill_to_a_record_produced_after_it() -> N
     assert load.wait_acks_after(Mark(10.0, (2, 1)), [0, 1], timeout_s=1.0) == pytest.approx({0: 1.5, 1: 2.0})
 
 
+def logged(sequences: list[int]) -> list[tuple[int, int]]:
+    """Records with these sequences at offsets 0, 1, 2, ..."""
+    return [(sequence, offset) for offset, sequence in enumerate(sequences)]
+
+
 def test_every_acknowledged_record_once_in_order_passes() -> None:
     # 3 was sent but never acknowledged: stored or not, both are allowed
-    assert check_stored(load_with({0: [0, 1, 2], 1: [0]}), {0: [0, 1, 2, 3], 1: [0]}) == []
+    assert check_stored(load_with({0: [0, 1, 2], 1: [0]}), {0: logged([0, 1, 2, 3]), 1: logged([0])}) == []
 
 
 @pytest.mark.parametrize(("stored", "problem"), [([0, 2], "1 acknowledged records missing"),
-                                                 ([0, 1, 1, 2], "1 duplicates"),
+                                                 ([0, 1, 1, 2], "1 stored more than once (1 at offsets [1, 2])"),
                                                  ([0, 2, 1], "out of produce order")])
 def test_a_lost_duplicated_or_reordered_record_is_a_problem(stored: list[int], problem: str) -> None:
-    problems = check_stored(load_with({0: [0, 1, 2]}), {0: stored})
+    problems = check_stored(load_with({0: [0, 1, 2]}), {0: logged(stored)})
     assert len(problems) == 1 and problem in problems[0]
 
 
