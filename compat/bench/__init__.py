@@ -5,4 +5,7 @@
 - `probe.py` reads a broker's CPU seconds and resident memory from /proc.
 - `workloads.py` defines what runs against one endpoint and what each run reports.
 - `runner.py` starts the brokers, alternates them round by round and reports medians.
+- `cluster.py` is `martlet bench --cluster`: Martlet clusters of 1 and 2 brokers on ZooKeeper
+  and HDFS beside one Kafka broker, and failover times under kill -9 (`failover.py`: the
+  steady producer, the timing and the exactly-once read-back).
 """

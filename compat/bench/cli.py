@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .cluster import CLUSTER_WORKLOADS, QUICK_CLUSTER, ClusterPlan, ClusterScale, cluster_json, cluster_report, run_cluster
 from .runner import Plan, check, errors, kafka_broker, martlet_broker, report, run, to_json
 from .workloads import QUICK, WORKLOADS, Endpoint, Scale
 
@@ -22,8 +23,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per endpoint (default 3)")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes (100 MB produce, 10 s latency, 1,000 partitions)")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), metavar="A,B",
-                        help=f"which to run, in order (default: all: {','.join(WORKLOADS)})")
+    parser.add_argument("--workloads", default=None, metavar="A,B",
+                        help=f"which to run, in order (default: all: {','.join(WORKLOADS)}; with --cluster: "
+                             f"{','.join(CLUSTER_WORKLOADS)})")
     parser.add_argument("--produce-mb", type=int, default=None, metavar="MB",
                         help="bytes per 1 KB produce workload, in MB (default 1000; quick 100)")
     parser.add_argument("--bootstrap", metavar="HOST:PORT",
@@ -32,6 +34,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="with --bootstrap: the broker's process id, for CPU and RSS")
     parser.add_argument("--hdfs", action="store_true", help="run Martlet on a reference HDFS started for the run")
     parser.add_argument("--martlet-config", metavar="FILE", help="TOML config for the Martlet started here")
+    parser.add_argument("--cluster", action="store_true",
+                        help="Martlet clusters on ZooKeeper and HDFS: aggregate produce with 1 and 2 brokers "
+                             "beside one Kafka broker, and failover time under kill -9 (see compat/bench/cluster.py)")
+    parser.add_argument("--kills", type=int, default=None, metavar="N",
+                        help="with --cluster: kill -9s in cluster-failover (default 10; quick 3)")
     parser.add_argument("--json", metavar="FILE", help="write medians and raw rows here")
     parser.add_argument("--check", metavar="FILE",
                         help="recorded ratios (JSON: \"workload metric\" -> ratio); exit 1 if one "
@@ -41,12 +48,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
-    names = [n for n in options.workloads.split(",") if n]
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown or options.rounds < 1:
-        print(f"martlet bench: unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}"
-              if unknown else "martlet bench: --rounds must be at least 1", file=sys.stderr)
+    known = list(CLUSTER_WORKLOADS if options.cluster else WORKLOADS)
+    names = [n for n in (options.workloads or ",".join(known)).split(",") if n]
+    unknown = [n for n in names if n not in known]
+    refused = _refused(options)
+    if unknown or refused:
+        print(f"martlet bench: unknown workload(s) {', '.join(unknown)}; choose from {', '.join(known)}"
+              if unknown else f"martlet bench: {refused}", file=sys.stderr)
         return 2
+    if options.cluster:
+        return _main_cluster(options, names)
     scale = QUICK if options.quick else Scale()
     if options.produce_mb:
         scale = dataclasses.replace(scale, produce_bytes=options.produce_mb * 1_000_000)
@@ -63,6 +74,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         for failure in failures:
             print(f"REGRESSION {failure}")
         return 1 if failures else 0
+    return 1 if errors(rows) else 0
+
+
+def _refused(options: argparse.Namespace) -> str | None:
+    """Why these options do not go together, or None."""
+    if options.rounds < 1:
+        return "--rounds must be at least 1"
+    if options.kills is not None and (not options.cluster or options.kills < 1):
+        return "--kills takes a positive count, with --cluster"
+    clashing = [flag for flag in ("bootstrap", "check", "hdfs", "martlet_config") if getattr(options, flag)]
+    if options.cluster and clashing:
+        return f"--cluster starts its own clusters; it does not take --{clashing[0].replace('_', '-')}"
+    return None
+
+
+def _main_cluster(options: argparse.Namespace, names: list[str]) -> int:
+    scale = QUICK_CLUSTER if options.quick else ClusterScale()
+    if options.produce_mb:
+        scale = dataclasses.replace(scale, produce_bytes=options.produce_mb * 1_000_000,
+                                    warm_up_bytes=min(scale.warm_up_bytes, options.produce_mb * 1_000_000))
+    if options.kills:
+        scale = dataclasses.replace(scale, kills=options.kills)
+    plan = ClusterPlan(options.rounds, names, scale, _progress_printer())
+    try:
+        rows = run_cluster(plan)
+    finally:
+        plan.progress("")
+    print(cluster_report(rows, scale))
+    if options.json:
+        Path(options.json).write_text(cluster_json(rows, scale))
+    for error in errors(rows):
+        print(f"ERROR {error}", file=sys.stderr)
     return 1 if errors(rows) else 0
 
 

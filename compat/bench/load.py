@@ -5,7 +5,8 @@ result and exits 0, or prints {"error": ...} and exits 1. Roles:
 
 - produce: `records` records of `record_bytes` random (incompressible) bytes to `topic`,
   partitioned round-robin by librdkafka, with the producer settings in `config`. Timed from
-  the first produce call until every delivery report arrived.
+  the first produce call until every delivery report arrived; `started` and `ended` give
+  those two moments on the wall clock, so several producers make one aggregate span.
 - consume: reads `records` records from the start of every partition of `topic` (assigned,
   no group, so no rebalance time is measured). Timed from the assignment to the last record.
 - latency-produce: `rate` records per second for `seconds` seconds, each value starting with
@@ -50,13 +51,13 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
     value = os.urandom(spec["record_bytes"])
     topic, records = spec["topic"], spec["records"]
     _warm_up(producer, topic)
-    start = time.perf_counter()
+    started, start = time.time(), time.perf_counter()
     for _ in range(records):
         _produce_one(producer, topic, value)
     remaining = producer.flush(FLUSH_TIMEOUT_S)
     seconds = time.perf_counter() - start
     return {"records": records, "bytes": records * len(value), "seconds": seconds,
-            "failed": failed[0] + remaining}
+            "started": started, "ended": started + seconds, "failed": failed[0] + remaining}
 
 
 def _produce_one(producer: Producer, topic: str, value: bytes) -> None:

@@ -12,6 +12,7 @@ import json
 import select
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +90,23 @@ def run_load(spec: dict[str, Any], timeout_s: float = LOAD_TIMEOUT_S) -> dict[st
         proc.communicate()
         raise RuntimeError(f"{spec['role']} load did not finish in {timeout_s:.0f} s") from None
     return _result(spec, out.decode().strip().splitlines()[-1:], proc.returncode)
+
+
+def run_loads(specs: list[dict[str, Any]], timeout_s: float = LOAD_TIMEOUT_S) -> list[dict[str, Any]]:
+    """Several load processes side by side (one per producer); their results in order."""
+    procs = [_start_load(spec) for spec in specs]
+    deadline = time.monotonic() + timeout_s
+    try:
+        outs = [proc.communicate(timeout=max(0.0, deadline - time.monotonic()))[0] for proc in procs]
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{specs[0]['role']} loads did not finish in {timeout_s:.0f} s") from None
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return [_result(spec, out.decode().strip().splitlines()[-1:], proc.returncode)
+            for spec, proc, out in zip(specs, procs, outs, strict=True)]
 
 
 def _start_load(spec: dict[str, Any]) -> subprocess.Popen[bytes]:

@@ -6,6 +6,7 @@ a timed test: a slow or busy machine slows both."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -28,3 +29,29 @@ def test_short_bench_keeps_at_least_half_the_recorded_ratios(tmp_path) -> None:
         capture_output=True, text=True, timeout=BENCH_TIMEOUT_S)
     print(result.stdout)
     assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+
+
+CLUSTER_BENCH_TIMEOUT_S = 600.0
+
+
+def test_a_tiny_cluster_bench_runs_every_workload_and_checks_what_it_read_back(tmp_path) -> None:
+    """`martlet bench --cluster` at a tiny scale, so it cannot rot: one round of 10 MB per
+    endpoint (Kafka, Martlet clusters of 1 and 2 brokers) and two kills in the failover.
+    No figure is asserted (a busy machine moves them all); that every workload measured,
+    and that the failover read back each acknowledged record exactly once, is."""
+    out = tmp_path / "cluster.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "martlet.gateway.cli", "bench", "--cluster", "--quick", "--rounds", "1",
+         "--produce-mb", "10", "--kills", "2", "--json", str(out)],
+        capture_output=True, text=True, timeout=CLUSTER_BENCH_TIMEOUT_S)
+    print(result.stdout)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+    report = json.loads(out.read_text())
+    measured = {(row["workload"], row["endpoint"]) for row in report["rows"] if row["metrics"]}
+    assert measured == {("cluster-produce-1k-acksall", "kafka"), ("cluster-produce-1k-acksall", "martlet-1"),
+                        ("cluster-produce-1k-acksall", "martlet-2"), ("cluster-failover", "martlet-3")}
+    assert set(report["ratios"]) == {"martlet-1 / kafka", "martlet-2 / kafka", "martlet-2 / martlet-1"}
+    failover = next(row for row in report["rows"] if row["workload"] == "cluster-failover")
+    assert failover["metrics"]["kills"] == 2
+    assert len(failover["failover_s"]) == failover["metrics"]["moved partitions"] > 0
+    assert "read back exactly once" in result.stdout
