@@ -102,7 +102,6 @@ class ZooKeeperCluster:
         self._dirty = threading.Event()
         self._stopped = threading.Event()
         self._session_lost = threading.Event()
-        self._registered = False
         self._leaving = False
         self._thread: threading.Thread | None = None
         self._topic_lock: Lock | None = None
@@ -318,7 +317,6 @@ class ZooKeeperCluster:
             if stat.ephemeralOwner != self._zk.client_id[0]:
                 self._zk.delete(path)
             self._zk.create(path, self._record().to_json(), ephemeral=True)
-        self._registered = True
 
     def _report(self) -> None:
         try:
@@ -381,7 +379,6 @@ class ZooKeeperCluster:
         """Kazoo's thread: must not block."""
         if state == KazooState.LOST:
             logger.error("ZooKeeper session lost: stop serving everything, then register again")
-            self._registered = False
             self._session_lost.set()
             if self._loop is not None:
                 self._loop.call_soon_threadsafe(self._fence)
