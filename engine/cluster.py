@@ -60,6 +60,26 @@ class ClusterChange:
 ClusterListener = Callable[[ClusterChange], None]
 
 
+class Listeners:
+    """The listeners of a ClusterView: `add` returns the function that removes one again."""
+
+    def __init__(self) -> None:
+        self._listeners: list[ClusterListener] = []
+
+    def add(self, listener: ClusterListener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def tell(self, change: ClusterChange) -> None:
+        for listener in list(self._listeners):
+            listener(change)
+
+
 class ClusterView(Protocol):
     """Membership and ownership as one node sees them."""
 
@@ -131,7 +151,7 @@ class EmbeddedCluster:
 
     def __init__(self, node: NodeIdentity | None = None) -> None:
         self._node = node or NodeIdentity(EMBEDDED_NODE_ID, "", 0)
-        self._listeners: list[ClusterListener] = []
+        self._listeners = Listeners()
 
     def local(self) -> NodeIdentity:
         return self._node
@@ -157,9 +177,7 @@ class EmbeddedCluster:
     def advertise(self, host: str, port: int, rack: str | None = None) -> NodeIdentity:
         """Set the address clients are told to use for this node."""
         self._node = replace(self._node, host=host, port=port, rack=rack)
-        change = ClusterChange(self.alive(), ownership_changed=False)
-        for listener in list(self._listeners):
-            listener(change)
+        self._listeners.tell(ClusterChange(self.alive(), ownership_changed=False))
         return self._node
 
     def cluster_id(self) -> str | None:
@@ -175,10 +193,4 @@ class EmbeddedCluster:
         return None
 
     def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)

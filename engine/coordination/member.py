@@ -35,7 +35,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import LockTimeout, NodeExistsError, NoNodeError
 from kazoo.recipe.lock import Lock
 
-from ..cluster import ClusterChange, ClusterListener, NodeIdentity, new_cluster_id
+from ..cluster import ClusterChange, ClusterListener, Listeners, NodeIdentity, new_cluster_id
 from ..types import TopicPartition
 from .layout import (
     ADDRESSES,
@@ -97,7 +97,7 @@ class ZooKeeperCluster:
         self._busy: frozenset[str] = frozenset()  # being opened or released
         self._held: frozenset[str] = frozenset()  # both: what the admin sees as held here
         self._applied_epoch = 0
-        self._listeners: list[ClusterListener] = []
+        self._listeners = Listeners()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._dirty = threading.Event()
         self._stopped = threading.Event()
@@ -205,13 +205,7 @@ class ZooKeeperCluster:
         await asyncio.get_running_loop().run_in_executor(None, self._reassign_now, dict(moves))
 
     def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)
 
     # -- for the engine
 
@@ -414,9 +408,7 @@ class ZooKeeperCluster:
         if snapshot.topic_changes != before.topic_changes:
             self.on_topics_changed()
         if snapshot.alive != before.alive or snapshot.leaders != before.leaders:
-            change = ClusterChange(self.alive(), ownership_changed=snapshot.leaders != before.leaders)
-            for listener in list(self._listeners):
-                listener(change)
+            self._listeners.tell(ClusterChange(self.alive(), ownership_changed=snapshot.leaders != before.leaders))
 
     def _fence(self) -> None:
         self._snapshot = replace(self._snapshot, mine=Assignment(0, frozenset()), leaders={})

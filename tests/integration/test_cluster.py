@@ -15,8 +15,9 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
+from martlet.compat.bench.failover import all_led, leaders, node_ids, wait_for
 from tests.integration.clients import unique_topic
-from tests.integration.cluster_load import Load, check_stored, create_topic, leaders, read_all, wait_for
+from tests.integration.cluster_load import KNOWN_DUPLICATE, Load, check_stored, create_topic, duplicates, read_all
 
 pytestmark = pytest.mark.integration
 
@@ -25,20 +26,10 @@ KILLS = 10
 ACKS_1_EXPOSURE_S = 1.0  # how long an acks=1 record may sit in a broker's memory before it is persisted
 
 
-def node_ids(cluster) -> dict[int, int]:  # type: ignore[no-untyped-def]
+def node_ids_by_index(cluster) -> dict[int, int]:  # type: ignore[no-untyped-def]
     """broker index -> node id, from the brokers' own Metadata."""
-    from confluent_kafka.admin import AdminClient
-
-    brokers = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10).brokers
-    by_port = {broker.port: node_id for node_id, broker in brokers.items()}
+    by_port = node_ids(cluster.bootstrap)
     return {process.index: by_port[process.port] for process in cluster.brokers if process.port in by_port}
-
-
-def all_led(bootstrap: str, topic: str, excluded: int | None = None) -> dict[int, int] | None:
-    current = leaders(bootstrap, topic)
-    if all(leader >= 0 and leader != excluded for leader in current.values()):
-        return current
-    return None
 
 
 def started(local_cluster, brokers: int = 3, admins: int = 1):  # type: ignore[no-untyped-def]
@@ -62,7 +53,7 @@ def test_brokers_killed_one_after_another_lose_nothing(local_cluster) -> None:  
     failovers: list[float] = []
     for kill in range(KILLS):
         index = kill % len(cluster.brokers)
-        victim = node_ids(cluster)[index]
+        victim = node_ids_by_index(cluster)[index]
         moved = [p for p, leader in leaders(cluster.bootstrap, topic).items() if leader == victim]
         killed_at = time.monotonic()
         cluster.kill(index)
@@ -70,7 +61,13 @@ def test_brokers_killed_one_after_another_lose_nothing(local_cluster) -> None:  
             failovers += load.wait_acks_after(killed_at, moved, 60).values()
         wait_for(lambda: all_led(cluster.bootstrap, topic, excluded=victim), 60, "the partitions to move")  # noqa: B023
         cluster.start_broker(index)
-    finish(cluster, topic, load)
+    load.stop()
+    assert not load.errors, load.errors[:5]
+    seen = read_all(cluster.bootstrap, topic, PARTITIONS, load.acked_count())
+    check_stored(load, seen, exactly_once=False)  # nothing lost, in produce order
+    twice = duplicates(load, seen)
+    if twice:
+        pytest.xfail(f"{KNOWN_DUPLICATE}: {twice}")
     print(f"\nkill -9 to first acknowledged produce on each moved partition ({len(failovers)} partitions, "
           f"{KILLS} kills): median {statistics.median(failovers):.2f} s, max {max(failovers):.2f} s")
     assert failovers, "no kill moved a partition"
@@ -97,7 +94,7 @@ def test_the_admin_leader_killed_hands_over_to_a_standby(local_cluster) -> None:
         assert placed == before, "partitions moved when the admin leader died"
         load.wait_acks_after(time.monotonic(), list(range(PARTITIONS)), 30)  # the new leader has placed a round
         assert leaders(cluster.bootstrap, topic) == placed, "the new admin moved healthy partitions"
-        victim = node_ids(cluster)[0]
+        victim = node_ids_by_index(cluster)[0]
         cluster.kill(0)  # a broker dying after the takeover is still handled
         wait_for(lambda: all_led(cluster.bootstrap, topic, excluded=victim), 60, "the partitions to move")
         print(f"\nstandby leads {took_s:.2f} s after the leader's kill -9")
@@ -134,7 +131,7 @@ def test_an_added_broker_takes_a_share_and_a_rolling_restart_loses_nothing(local
     wait_for(lambda: load.acked_count() > 200, 60, "the load to run")
     added = cluster.add_broker()
     added_at = time.monotonic()
-    new_id = wait_for(lambda: node_ids(cluster).get(added.index), 30, "the new broker to be listed")
+    new_id = wait_for(lambda: node_ids_by_index(cluster).get(added.index), 30, "the new broker to be listed")
     wait_for(lambda: new_id in leaders(cluster.bootstrap, topic).values(), 60, "the new broker to take a partition")
     print(f"\nan added broker led a partition {time.monotonic() - added_at:.1f} s after it started")
     for index in range(len(cluster.brokers)):  # a planned stop hands over: even acks=1 loses nothing
@@ -157,7 +154,7 @@ def test_a_frozen_broker_is_fenced_and_its_clients_move_on(local_cluster) -> Non
     load = Load(cluster.bootstrap, topic, PARTITIONS).start()
     lossy = Load(cluster.bootstrap, topic, PARTITIONS, rate_per_s=100, acks="1", idempotent=False, tag="b").start()
     wait_for(lambda: load.acked_count() > 200 and lossy.acked_count() > 50, 60, "the load to run")
-    victim = node_ids(cluster)[1]
+    victim = node_ids_by_index(cluster)[1]
     moved = [p for p, leader in leaders(cluster.bootstrap, topic).items() if leader == victim]
     cluster.pause_broker(1)
     paused_at = time.monotonic()

@@ -17,9 +17,9 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic
 
+from martlet.compat.bench.failover import leaders, wait_for
 from martlet.compat.reference.cluster import LocalCluster
 from martlet.compat.reference.kafka import run_tool
-from tests.integration.cluster_load import leaders, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 TOOL_TIMEOUT_S = 120.0
