@@ -157,9 +157,10 @@ def _new_segment(store: Store, directory: str, base: int, config: LogConfig) -> 
 def _recover_producers(store: Store, directory: str, segments: list[Segment]) -> ProducerState:
     offset, state = _load_snapshot(store, directory, segments)
     for segment in segments:
-        if segment.next_offset <= offset:
-            continue
-        found = segment.locate(max(offset, segment.base_offset))
+        start = max(offset, segment.base_offset)
+        if segment.next_offset <= start:
+            continue  # all before the snapshot, or empty (a new owner's segment it never wrote to)
+        found = segment.locate(start)
         assert found is not None
         for _, header in segment.headers_from(found[0], found[1].base_offset):
             state.update(header)

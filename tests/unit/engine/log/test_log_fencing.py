@@ -65,3 +65,18 @@ def test_an_empty_active_segment_is_kept(store):
     log = open_log(store)
     log.start_own_segment()
     assert log.segment_count == 1
+
+
+def test_an_owner_killed_before_writing_to_its_own_segment_leaves_a_log_the_next_owner_opens(store):
+    """The taken-over segment has no producer snapshot at its end (start_own_segment writes
+    none) and the new owner's segment stays empty: the next owner replays the producers from
+    the start and skips the empty segment (it once failed an assertion there, forever)."""
+    first = open_log(store)
+    first.append(*make_batch(record_count=2, producer_id=7, producer_epoch=0, base_sequence=0))
+    first.flush()
+    second = open_log(store)
+    second.start_own_segment()  # killed before anything reached its segment
+    assert second.segment_count == 2
+    third = open_log(store)
+    assert third.end_offset == 2
+    assert third.producer_state.get(7) is not None
