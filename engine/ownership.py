@@ -13,7 +13,10 @@ was still queued):
    writer); each shard is replayed and its groups resumed;
 3. what is served, what is being opened or released, and the epoch of the assignment acted on
    are published; the admin hands a unit to a node only once every other live node has acted
-   on its latest assignment and holds the unit in neither way (engine/admin/leader.py).
+   on its latest assignment and holds the unit in none of these ways (engine/admin/leader.py).
+A partition being opened here is published as led here (Metadata names this node) only once
+the engine expects it (`Topics.expect`): produce requests for it then wait for the open instead
+of being refused, so a producer's pipelined requests are never refused and then accepted.
 A unit that fails to load (the store is down) is tried again `retry_s` later.
 """
 
@@ -30,7 +33,7 @@ from .types import TopicPartition
 
 logger = logging.getLogger(__name__)
 FENCED_DRAIN_S = 1.0
-Publish = Callable[[frozenset[str], frozenset[str], int], None]  # (serving, opening or releasing, applied epoch)
+Publish = Callable[[frozenset[str], frozenset[str], frozenset[str], int], None]  # serving, opening, releasing, epoch
 
 
 class Ownership:
@@ -43,7 +46,8 @@ class Ownership:
         self._retry_s = retry_s
         self._drain_now_s: float | None = None  # a shorter drain while fenced
         self.held: set[str] = set()  # units served here
-        self._busy: set[str] = set()  # units being opened, or no longer served with files still open
+        self._opening: set[str] = set()  # assigned here, files being opened
+        self._releasing: set[str] = set()  # no longer served, files still open
         self.applied_epoch = 0  # the epoch of the last assignment this node fully acted on
         self._wanted_epoch = 0
         self._wanted: frozenset[str] | None = None
@@ -95,22 +99,35 @@ class Ownership:
 
     async def _round(self, wanted: frozenset[str]) -> None:
         dropping = sorted(self.held - wanted)
-        loading = sorted(wanted - self.held)
+        # Partitions before shards: held produce requests wait for partitions, while group
+        # clients retry a coordinator that is not ready; loading both at once slowed both.
+        loading = sorted(wanted - self.held, key=lambda key: (isinstance(parse_unit(key), int), key))
         for key in dropping:  # refuse writes to every dropped unit before waiting on any
             self.held.discard(key)
-        self._busy.update(dropping)
-        self._busy.update(loading)  # held for the admin before any file is opened
+        self._releasing.update(dropping)
+        self._opening.update(loading)  # held for the admin before any file is opened
+        for key in loading:
+            unit = parse_unit(key)
+            if isinstance(unit, TopicPartition):
+                self._topics.expect(unit)  # before it is published: its produce requests wait
         self._publish_held()
         try:
-            await asyncio.gather(*(self._drop(key) for key in dropping))
+            try:
+                await asyncio.gather(*(self._drop(key) for key in dropping))
+            finally:
+                self._releasing.difference_update(dropping)  # persisted and closed: the next owner may open them
+            if dropping:
+                logger.info("dropped %d units: %s", len(dropping), _sample(dropping))
+            partitions = [key for key in loading if isinstance(parse_unit(key), TopicPartition)]
+            shards = [key for key in loading if not isinstance(parse_unit(key), TopicPartition)]
+            loaded = await asyncio.gather(*(self._load(key) for key in partitions))
+            loaded += await asyncio.gather(*(self._load(key) for key in shards))
         finally:
-            self._busy.difference_update(dropping)  # persisted and closed: the next owner may open them
-        if dropping:
-            logger.info("dropped %d units: %s", len(dropping), _sample(dropping))
-        try:
-            loaded = await asyncio.gather(*(self._load(key) for key in loading))
-        finally:
-            self._busy.difference_update(loading)
+            self._opening.difference_update(loading)
+            for key in loading:
+                unit = parse_unit(key)
+                if isinstance(unit, TopicPartition):
+                    self._topics.stop_expecting(unit)  # opened, or not: then its requests are refused
         self._publish_held()
         done = [key for key, ok in zip(loading, loaded, strict=True) if ok]
         if done:
@@ -141,8 +158,8 @@ class Ownership:
         return ok
 
     def _publish_held(self) -> None:
-        self._publish(frozenset(self.held), frozenset(self._busy), self.applied_epoch)
-        if self.held or self._busy:
+        self._publish(frozenset(self.held), frozenset(self._opening), frozenset(self._releasing), self.applied_epoch)
+        if self.held or self._opening or self._releasing:
             self._emptied.clear()
         else:
             self._emptied.set()

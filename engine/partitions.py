@@ -71,6 +71,8 @@ class Partitions:
         # Keyed by TopicPartition; a plain (topic, index) tuple finds the same entry.
         self._open: dict[tuple[str, int], Partition] = {}
         self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
+        # Partitions this node is opening (a cluster moved them here): set once each is open or given up.
+        self._expected: dict[TopicPartition, asyncio.Event] = {}
         # Bytes taken in and handed out per partition since start (a cluster reports load from them).
         self.bytes_in: dict[TopicPartition, int] = {}
         self.bytes_out: dict[TopicPartition, int] = {}
@@ -190,6 +192,33 @@ class Partitions:
         """Event loop: serve a partition opened (on a worker thread) by the topics service."""
         partition.on_checkpoint = lambda _partition: self._wake(tp)
         self._open[tp] = partition
+        self.stop_expecting(tp)
+
+    def expect(self, tp: TopicPartition) -> None:
+        """Event loop: `tp` is being opened here; `wait_opened` waits for it."""
+        if tp not in self._open:
+            self._expected.setdefault(tp, asyncio.Event())
+
+    def stop_expecting(self, tp: TopicPartition) -> None:
+        event = self._expected.pop(tp, None)
+        if event is not None:
+            event.set()
+
+    def opening(self) -> bool:
+        """True while any partition is being opened here (the hot path checks this first)."""
+        return bool(self._expected)
+
+    async def wait_opened(self, tps: Iterable[TopicPartition], timeout_s: float) -> None:
+        """Return once none of `tps` is still being opened here, or after `timeout_s`. A
+        producer's requests for a partition moving here wait rather than being refused: on one
+        connection a refused request followed by an accepted one (the open finished in
+        between) would read as a gap in the producer's sequence numbers."""
+        events = [event for tp in tps if (event := self._expected.get(tp)) is not None]
+        if events:
+            try:
+                await asyncio.wait_for(asyncio.gather(*(event.wait() for event in events)), timeout_s)
+            except TimeoutError:
+                pass
 
     def remove(self, tp: TopicPartition) -> Partition:
         """Event loop: stop serving a partition; the caller closes it off the loop."""

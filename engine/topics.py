@@ -202,6 +202,14 @@ class Topics:
             self._apply_config(after)
         return changes
 
+    def expect(self, tp: TopicPartition) -> None:
+        """Event loop: this node is about to open `tp` (the cluster gave it here); until it is
+        open, or `stop_expecting`, produce requests for it wait instead of being refused."""
+        self._partitions.expect(tp)
+
+    def stop_expecting(self, tp: TopicPartition) -> None:
+        self._partitions.stop_expecting(tp)
+
     async def load(self, tp: TopicPartition) -> bool:
         """Start serving one partition the cluster gave this node: open it from the store (a
         new session S) and serve it. False if the catalog has no such partition (yet)."""

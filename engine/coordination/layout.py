@@ -7,6 +7,10 @@ committed offsets live in the store (HDFS), so a ZooKeeper lost for good costs p
     /cluster-id                    persistent: the cluster's id (Kafka's), made by the first broker
     /brokers/ids/<id>              ephemeral, one per live broker: BrokerRecord (address, machine,
                                    what it holds, its load); rewritten at every load report
+    /brokers/leading/<id>          ephemeral, one per live broker: the units it serves or is opening
+                                   (produce requests for those wait for the open), a JSON list;
+                                   rewritten only when that changes. Metadata names a leader (and
+                                   FindCoordinator a coordinator) only once it is listed here
     /brokers/addresses/<host:port> persistent: the node id given to that address, once; a broker
                                    restarted on the same address keeps its id (Kafka's broker.id)
     /brokers/next-id               persistent counter: its version is the last id given out
@@ -34,6 +38,7 @@ from ..types import TopicPartition
 DEFAULT_CHROOT = "/martlet"
 CLUSTER_ID = "/cluster-id"
 BROKERS = "/brokers/ids"
+LEADING = "/brokers/leading"
 ADDRESSES = "/brokers/addresses"
 NEXT_ID = "/brokers/next-id"
 ASSIGNMENTS = "/assignments"
@@ -151,3 +156,11 @@ def reassignments_from_json(data: bytes) -> dict[str, int]:
 
 def reassignments_to_json(moves: dict[str, int]) -> bytes:
     return json.dumps(dict(sorted(moves.items())), separators=(",", ":")).encode()
+
+
+def leading_to_json(units: frozenset[str]) -> bytes:
+    return json.dumps(sorted(units), separators=(",", ":")).encode()
+
+
+def leading_from_json(data: bytes) -> frozenset[str]:
+    return frozenset(json.loads(data))

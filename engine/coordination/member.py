@@ -1,8 +1,14 @@
 """A broker's membership of a cluster: the ClusterView that ZooKeeper backs (layout.py).
 
 The broker registers itself (an ephemeral node under its node id), watches the assignment the
-admin leader writes for its address, and learns from every broker's assignment who serves what
-(Metadata's leaders, FindCoordinator's coordinators). What it serves is decided by the engine's
+admin leader writes for its address, and learns who leads what (Metadata's leaders,
+FindCoordinator's coordinators) from every broker's assignment and what that broker says it
+leads: a unit has a leader only once its assigned broker serves it or is opening it and
+holds its produce requests until it is open. Naming a broker that would still refuse them
+sent producers there early: a pipelined request refused (not yet served) followed by one
+accepted (opened meanwhile) reads as a sequence gap, OUT_OF_ORDER_SEQUENCE_NUMBER, on which
+librdkafka bumps its producer epoch and resends records other partitions may have stored
+already: duplicates. What it serves is decided by the engine's
 ownership loop (engine/ownership.py), which loads and drops partitions to match the assignment
 and tells this view what it holds (`set_held`); the view publishes that, with the broker's
 load, in its ephemeral node every `report_ms`, and at once when it changes (the admin waits for
@@ -42,12 +48,15 @@ from .layout import (
     ASSIGNMENTS,
     BROKERS,
     CLUSTER_ID,
+    LEADING,
     NEXT_ID,
     REASSIGNMENTS,
     TOPIC_CHANGES,
     TOPIC_LOCK,
     Assignment,
     BrokerRecord,
+    leading_from_json,
+    leading_to_json,
     parse_unit,
     reassignments_from_json,
     reassignments_to_json,
@@ -64,8 +73,8 @@ RECONNECT = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What the refresher read: live brokers by id, and the unit -> broker id of every live
-    broker's assignment."""
+    """What the refresher read: live brokers by id, and unit -> broker id for every unit a
+    live broker is assigned and leads (serves, or is opening)."""
 
     alive: dict[int, BrokerRecord]
     leaders: dict[str, int]
@@ -94,9 +103,10 @@ class ZooKeeperCluster:
         self._node = NodeIdentity(-1, "", 0, rack)
         self._snapshot = Snapshot({}, {}, Assignment(0, frozenset()), {}, 0)
         self._serving: frozenset[str] = frozenset()  # what ClusterView.owns answers for
-        self._busy: frozenset[str] = frozenset()  # being opened or released
-        self._held: frozenset[str] = frozenset()  # both: what the admin sees as held here
+        self._leading: frozenset[str] = frozenset()  # served or being opened: Metadata may name us
+        self._held: frozenset[str] = frozenset()  # served, opening or releasing: what the admin sees
         self._applied_epoch = 0
+        self._published_leading: frozenset[str] | None = None  # in /brokers/leading/<id>; None: not yet
         self._listeners = Listeners()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._dirty = threading.Event()
@@ -121,7 +131,7 @@ class ZooKeeperCluster:
     def connect(self) -> None:
         """Connect and make the layout's fixed nodes (blocking: before anything is served)."""
         self._zk.start(timeout=CONNECT_TIMEOUT_S)
-        for node in (BROKERS, ADDRESSES, NEXT_ID, ASSIGNMENTS, TOPIC_CHANGES, "/admin"):
+        for node in (BROKERS, LEADING, ADDRESSES, NEXT_ID, ASSIGNMENTS, TOPIC_CHANGES, "/admin"):
             self._zk.ensure_path(self.path(node))
         self._zk.add_listener(self._on_state)
 
@@ -244,12 +254,15 @@ class ZooKeeperCluster:
         if frozen_at is not None and self._confirmed > frozen_at:
             self._frozen_at = None
 
-    def set_held(self, serving: frozenset[str], busy: frozenset[str], applied_epoch: int) -> None:
-        """Event loop: what this node serves, what it is opening or releasing (both count as
-        held for the admin), and the epoch of the last assignment it acted on. Published at once."""
-        if (serving, busy, applied_epoch) != (self._serving, self._busy, self._applied_epoch):
-            self._serving, self._busy, self._applied_epoch = serving, busy, applied_epoch
-            self._held = serving | busy
+    def set_held(self, serving: frozenset[str], opening: frozenset[str], releasing: frozenset[str],
+                 applied_epoch: int) -> None:
+        """Event loop: what this node serves, opens and releases (all three count as held for
+        the admin; the first two as led for Metadata), and the epoch of the last assignment it
+        acted on. Published at once."""
+        held = serving | opening | releasing
+        leading = serving | opening
+        if (serving, held, leading, applied_epoch) != (self._serving, self._held, self._leading, self._applied_epoch):
+            self._serving, self._held, self._leading, self._applied_epoch = serving, held, leading, applied_epoch
             self._dirty.set()  # the refresher thread reports it
 
     def lock_topics(self, timeout_s: float) -> None:
@@ -301,20 +314,33 @@ class ZooKeeperCluster:
                             sessions)
 
     def _register(self) -> None:
-        """Create our ephemeral node. One left by an earlier process on this address (killed,
+        """Create our ephemeral nodes. One left by an earlier process on this address (killed,
         its session not yet expired) is replaced: we hold the address's port, so it is dead."""
-        path = self.path(f"{BROKERS}/{self._node.node_id}")
+        leading = self._leading
+        self._create_ephemeral(f"{BROKERS}/{self._node.node_id}", self._record().to_json())
+        self._create_ephemeral(f"{LEADING}/{self._node.node_id}", leading_to_json(leading))
+        self._published_leading = leading
+
+    def _create_ephemeral(self, relative: str, data: bytes) -> None:
+        path = self.path(relative)
         try:
-            self._zk.create(path, self._record().to_json(), ephemeral=True)
+            self._zk.create(path, data, ephemeral=True)
         except NodeExistsError:
             _, stat = self._zk.get(path)
             if stat.ephemeralOwner != self._zk.client_id[0]:
                 self._zk.delete(path)
-            self._zk.create(path, self._record().to_json(), ephemeral=True)
+                self._zk.create(path, data, ephemeral=True)
+            else:
+                self._zk.set(path, data)
 
     def _report(self) -> None:
         try:
+            leading = self._leading
+            # The record first: whoever reads the new leaders then also finds their sessions S.
             self._zk.set(self.path(f"{BROKERS}/{self._node.node_id}"), self._record().to_json())
+            if leading != self._published_leading:
+                self._zk.set(self.path(f"{LEADING}/{self._node.node_id}"), leading_to_json(leading))
+                self._published_leading = leading
         except NoNodeError:
             self._register()
 
@@ -337,25 +363,20 @@ class ZooKeeperCluster:
 
     def _refresh(self) -> None:
         zk, watch = self._zk, self._watch
-        alive: dict[int, BrokerRecord] = {}
-        for child in zk.get_children(self.path(BROKERS), watch=watch):
-            try:
-                alive[int(child)] = BrokerRecord.from_json(zk.get(self.path(f"{BROKERS}/{child}"))[0])
-            except NoNodeError:
-                continue
+        alive = {int(child): BrokerRecord.from_json(data)
+                 for child, data in self._children(BROKERS, watch_data=False).items()}
+        leading = {int(child): leading_from_json(data) for child, data in self._children(LEADING).items()}
         by_address = {record.address: record.node_id for record in alive.values()}
         leaders: dict[str, int] = {}
         mine = Assignment(0, frozenset())
-        for address in zk.get_children(self.path(ASSIGNMENTS), watch=watch):
-            try:
-                assignment = Assignment.from_json(zk.get(self.path(f"{ASSIGNMENTS}/{address}"), watch=watch)[0])
-            except NoNodeError:
-                continue
+        for address, data in self._children(ASSIGNMENTS).items():
+            assignment = Assignment.from_json(data)
             if address == f"{self._node.host}:{self._node.port}":
                 mine = assignment
-            if address in by_address:
-                for unit in assignment.units:
-                    leaders[unit] = by_address[address]
+            node_id = by_address.get(address)
+            if node_id is not None:
+                for unit in assignment.units & leading.get(node_id, frozenset()):
+                    leaders[unit] = node_id
         try:
             moves = reassignments_from_json(zk.get(self.path(REASSIGNMENTS), watch=watch)[0])
         except NoNodeError:
@@ -365,6 +386,19 @@ class ZooKeeperCluster:
         snapshot = Snapshot(alive, leaders, mine, moves, changes)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._apply, snapshot)
+
+    def _children(self, relative: str, watch_data: bool = True) -> dict[str, bytes]:
+        """Name -> data of every child, watching the list (and each child's data); children
+        gone between the two reads are left out. Broker records change at every load report,
+        so their data is not watched: the next report round reads them."""
+        found = {}
+        for child in self._zk.get_children(self.path(relative), watch=self._watch):
+            try:
+                found[child] = self._zk.get(self.path(f"{relative}/{child}"),
+                                            watch=self._watch if watch_data else None)[0]
+            except NoNodeError:
+                continue
+        return found
 
     def _watch(self, _event: object) -> None:
         self._dirty.set()

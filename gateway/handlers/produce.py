@@ -6,6 +6,8 @@
   then answered REQUEST_TIMED_OUT, as Kafka answers when replication is slow; the
   producer's retry is recognised as a duplicate if it is idempotent. (Waits end a little
   before timeout_ms, see _answer_within.)
+- A partition this node is opening (a cluster just moved it here) is waited for, up to
+  timeout_ms, rather than refused: see Partitions.wait_opened.
 - When unpersisted data fills the memory budget, the request waits for room before anything
   is appended (the connection reads nothing more meanwhile), and the answer reports the
   wait as throttle_time_ms. If no room appears within timeout_ms, nothing is appended and
@@ -56,10 +58,13 @@ async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) 
         else:
             if ctx.settings.auto_create_topics:
                 await _create_missing(ctx, request)
+            if ctx.partitions.opening():
+                named = [TopicPartition(t.name, p.index) for t in request.topic_data for p in t.partition_data]
+                await ctx.partitions.wait_opened(named, max(timeout_s - (time.monotonic() - started), 0.001))
             waits: list[asyncio.Task[None]] = []
             responses = [_topic(ctx, request, topic, waits) for topic in request.topic_data]
             if waits:
-                await asyncio.wait(waits, timeout=max(timeout_s - throttled_ms / 1000, 0.001))
+                await asyncio.wait(waits, timeout=max(timeout_s - (time.monotonic() - started), 0.001))
                 for task in waits:
                     task.cancel()
     if request.acks == 0:

@@ -1,5 +1,6 @@
-"""The ownership loop (engine/ownership.py): drops before it loads, and what it publishes
-lets the admin hand a unit on only once it is released."""
+"""The ownership loop (engine/ownership.py): drops before it loads, what it publishes lets
+the admin hand a unit on only once it is released, and a partition it opens is expected
+(its produce requests wait) from before it is published until the load ends."""
 
 import asyncio
 
@@ -13,6 +14,14 @@ class FakeTopics:
         self.events: list[str] = []
         self.release = asyncio.Event()
         self.failing: set[TopicPartition] = set()
+        self.expected: set[TopicPartition] = set()
+
+    def expect(self, tp: TopicPartition) -> None:
+        self.events.append(f"expect {tp.topic}/{tp.partition}")
+        self.expected.add(tp)
+
+    def stop_expecting(self, tp: TopicPartition) -> None:
+        self.expected.discard(tp)
 
     async def load(self, tp: TopicPartition) -> bool:
         if tp in self.failing:
@@ -51,18 +60,21 @@ def test_units_move_out_before_others_move_in_and_busy_units_count_as_held() -> 
         ownership = Ownership(topics, lambda: groups, lambda *state: published.append(state), retry_s=0.05)  # type: ignore[arg-type]
         ownership.follow(Assignment(1, frozenset({"t/0", "@offsets/3"})))
         await settle(ownership, published, 3)
-        assert published[-1] == (frozenset({"t/0", "@offsets/3"}), frozenset(), 1)
+        assert published[-1] == (frozenset({"t/0", "@offsets/3"}), frozenset(), frozenset(), 1)
         assert groups.loaded == {3}
 
         ownership.follow(Assignment(2, frozenset({"t/1"})))
         await settle(ownership, published, 4)
-        serving, busy, epoch = published[-1]
-        assert serving == frozenset() and busy == {"t/0", "@offsets/3", "t/1"} and epoch == 1  # still releasing t/0
+        serving, opening, releasing, epoch = published[-1]
+        assert serving == frozenset() and epoch == 1
+        assert opening == {"t/1"} and releasing == {"t/0", "@offsets/3"}  # still releasing t/0
+        assert TopicPartition("t", 1) in topics.expected  # before it was published as opening
         assert "load t/1" not in topics.events
         topics.release.set()
         await settle(ownership, published, 6)
-        assert published[-1] == (frozenset({"t/1"}), frozenset(), 2)
+        assert published[-1] == (frozenset({"t/1"}), frozenset(), frozenset(), 2)
         assert topics.events.index("released t/0") < topics.events.index("load t/1")
+        assert not topics.expected
         await ownership.close()
 
     asyncio.run(run())
@@ -76,12 +88,13 @@ def test_a_unit_that_fails_to_load_is_retried_and_not_held_meanwhile() -> None:
         ownership.follow(Assignment(1, frozenset({"t/0"})))
         await settle(ownership, published, 3)
         assert published[-1][0] == frozenset()
+        assert not topics.expected  # its produce requests are refused until the retry
         topics.failing.clear()
         for _ in range(200):
             if published[-1][0] == {"t/0"}:
                 break
             await asyncio.sleep(0.01)  # the retry comes after retry_s; bounded
-        assert published[-1] == (frozenset({"t/0"}), frozenset(), 1)
+        assert published[-1] == (frozenset({"t/0"}), frozenset(), frozenset(), 1)
         await ownership.close()
 
     asyncio.run(run())
