@@ -23,10 +23,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from martlet.compat.bench.failover import wait_for
 
 ADMIN_TIMEOUT_S = 30.0
-# An open bug (issue 11's note): in roughly one run in four of ten kill -9s, one acknowledged
-# record of an idempotent producer is read back twice. Loss and order are still asserted; a
-# duplicate marks the test as the known failure instead of failing CI, until it is found.
-KNOWN_DUPLICATE = "known bug: an idempotent producer's record stored twice after a kill -9 (issue 11 note)"
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
@@ -146,16 +142,6 @@ def read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout
     finally:
         consumer.close()
     return seen
-
-
-def duplicates(load: Load, seen: Stored) -> dict[int, int]:
-    """partition -> how many of its acknowledged records are stored more than once."""
-    found = {}
-    for partition in load.acked:
-        stored = seen.get((load.tag, partition), [])
-        if len(stored) != len(set(stored)):
-            found[partition] = len(stored) - len(set(stored))
-    return found
 
 
 def check_stored(load: Load, seen: Stored, exactly_once: bool = True,

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster_load import KNOWN_DUPLICATE
-
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
 BASELINE = Path(__file__).parents[2] / "compat" / "bench" / "baseline.json"
@@ -30,8 +28,6 @@ def test_short_bench_keeps_at_least_half_the_recorded_ratios(tmp_path) -> None:
          "--workloads", GUARDED, "--check", str(BASELINE), "--json", str(tmp_path / "bench.json")],
         capture_output=True, text=True, timeout=BENCH_TIMEOUT_S)
     print(result.stdout)
-    if result.returncode != 0 and "duplicate" in (result.stdout + result.stderr).lower():
-        pytest.xfail(KNOWN_DUPLICATE)
     assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
 
 
@@ -49,8 +45,6 @@ def test_a_tiny_cluster_bench_runs_every_workload_and_checks_what_it_read_back(t
          "--produce-mb", "10", "--kills", "2", "--json", str(out)],
         capture_output=True, text=True, timeout=CLUSTER_BENCH_TIMEOUT_S)
     print(result.stdout)
-    if result.returncode != 0 and "duplicate" in (result.stdout + result.stderr).lower():
-        pytest.xfail(KNOWN_DUPLICATE)
     assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
     report = json.loads(out.read_text())
     measured = {(row["workload"], row["endpoint"]) for row in report["rows"] if row["metrics"]}
