@@ -43,11 +43,15 @@ class Recovered:
     producer_state: ProducerState
 
 
-def recover(store: Store, directory: str, config: LogConfig) -> Recovered:
+def recover(store: Store, directory: str, config: LogConfig, deferred: list[Segment] | None = None) -> Recovered:
+    """`deferred`: instead of rewriting the indexes of a segment it rebuilt, append the
+    segment here; the caller writes them (`write_indexes`) before the log is opened for
+    appending. A node taking a partition over writes them beside its sessions file: on HDFS
+    each write ends in a file close of about half a second."""
     store.mkdir(directory)
     clean = store.exists(join(directory, CLEAN_SHUTDOWN_FILE))
     _delete_leftovers(store, directory)
-    segments = _load_segments(store, directory, config, clean)
+    segments = _load_segments(store, directory, config, clean, deferred)
     if not segments:
         segments = [_new_segment(store, directory, read_start_offset(store, directory), config)]
     start_offset = min(max(read_start_offset(store, directory), segments[0].base_offset), segments[-1].next_offset)
@@ -67,14 +71,15 @@ def _delete_leftovers(store: Store, directory: str) -> None:
             store.delete(offset_file(directory, base, suffix))
 
 
-def _load_segments(store: Store, directory: str, config: LogConfig, clean: bool) -> list[Segment]:
+def _load_segments(store: Store, directory: str, config: LogConfig, clean: bool,
+                   deferred: list[Segment] | None) -> list[Segment]:
     bases = offsets_with_suffix(store, directory, LOG_SUFFIX)
     segments: list[Segment] = []
     for i, base in enumerate(bases):
         if segments and base != segments[-1].next_offset:
             _drop_segments(store, directory, bases[i:], config)  # a gap or overlap: keep the prefix
             break
-        segment, cut = _load_segment(store, directory, base, config, trusted=clean or i < len(bases) - 1)
+        segment, cut = _load_segment(store, directory, base, config, clean or i < len(bases) - 1, deferred)
         segments.append(segment)
         if cut:
             _drop_segments(store, directory, bases[i + 1 :], config)
@@ -87,17 +92,19 @@ def _drop_segments(store: Store, directory: str, bases: list[int], config: LogCo
         Segment(store, directory, base, config).delete()
 
 
-def _load_segment(store: Store, directory: str, base: int, config: LogConfig, trusted: bool) -> tuple[Segment, bool]:
+def _load_segment(store: Store, directory: str, base: int, config: LogConfig, trusted: bool,
+                  deferred: list[Segment] | None) -> tuple[Segment, bool]:
     """(segment, whether its log was cut)."""
     if trusted:
         try:
-            return _load_checked(store, directory, base, config), False
+            return _load_checked(store, directory, base, config, deferred), False
         except (IndexInvalid, CorruptBatch, FileNotFoundError):
             pass  # fall through to a full scan
-    return _rebuild(store, directory, base, config)
+    return _rebuild(store, directory, base, config, deferred)
 
 
-def _load_checked(store: Store, directory: str, base: int, config: LogConfig) -> Segment:
+def _load_checked(store: Store, directory: str, base: int, config: LogConfig,
+                  deferred: list[Segment] | None) -> Segment:
     """Load a segment's indexes and validate the batches after the last index entry."""
     segment = Segment(store, directory, base, config)
     log_bytes = store.size(segment.log_path)
@@ -112,7 +119,7 @@ def _load_checked(store: Store, directory: str, base: int, config: LogConfig) ->
         raise CorruptBatch(f"{segment.log_path} does not end with a whole valid batch")
     check_time_index(segment.time_index, segment.next_offset - base)
     if counts != (len(segment.offset_index), len(segment.time_index)):
-        _write_indexes(segment)  # entries lost in a crash were re-derived from the log
+        _rewrite_indexes(segment, deferred)  # entries lost in a crash were re-derived from the log
     return segment
 
 
@@ -128,7 +135,8 @@ def _start_at_last_entry(segment: Segment) -> None:
         segment.max_timestamp, segment.max_timestamp_offset = last_time[0], segment.base_offset + last_time[1]
 
 
-def _rebuild(store: Store, directory: str, base: int, config: LogConfig) -> tuple[Segment, bool]:
+def _rebuild(store: Store, directory: str, base: int, config: LogConfig,
+             deferred: list[Segment] | None) -> tuple[Segment, bool]:
     """Scan the whole log, cut it after the last valid batch and rewrite both indexes."""
     segment = Segment(store, directory, base, config)
     log_bytes = store.size(segment.log_path)
@@ -137,13 +145,26 @@ def _rebuild(store: Store, directory: str, base: int, config: LogConfig) -> tupl
     cut = segment.size_bytes < log_bytes
     if cut:
         store.truncate(segment.log_path, segment.size_bytes)
-    _write_indexes(segment)
+    _rewrite_indexes(segment, deferred)
     return segment, cut
 
 
-def _write_indexes(segment: Segment) -> None:
-    write_atomically(segment.store, segment.index_path, segment.offset_index.to_bytes())
-    write_atomically(segment.store, segment.time_index_path, segment.time_index.to_bytes())
+def _rewrite_indexes(segment: Segment, deferred: list[Segment] | None) -> None:
+    if deferred is None:
+        write_indexes(segment)
+    else:
+        deferred.append(segment)
+
+
+def write_indexes(segment: Segment) -> None:
+    for path, data in index_files(segment):
+        write_atomically(segment.store, path, data)
+
+
+def index_files(segment: Segment) -> list[tuple[str, bytes]]:
+    """(path, content) of a segment's two index files as its in-memory indexes have them."""
+    return [(segment.index_path, segment.offset_index.to_bytes()),
+            (segment.time_index_path, segment.time_index.to_bytes())]
 
 
 def _new_segment(store: Store, directory: str, base: int, config: LogConfig) -> Segment:

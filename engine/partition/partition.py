@@ -30,6 +30,9 @@ from ..log.config import LogConfig
 from ..log.files import read_published, write_published
 from ..log.log import PartitionLog, check_handed
 from ..log.producers import ProducerState
+from ..log.recovery import index_files, recover
+from ..log.segment import Segment
+from ..store.atomic import write_atomically
 from ..store.base import Store
 from .memory import MemoryPool
 from .sessions import SessionHistory
@@ -66,28 +69,44 @@ class Partition:
         its own (PartitionLog.start_own_segment), as a node taking over in a cluster does."""
         store.mkdir(path)
         if own_segment:
-            store.take_over(path)  # the last owner's writes end here, before anything is read
-        log = PartitionLog.open(store, path, config, now_ms)
-        history = SessionHistory.load(store, path)
-        history.begin(log.end_offset)
-        if own_segment:
-            # Each step ends in closing a small file, about half a second on HDFS: the two
-            # run side by side (they touch different files), so a move waits for one.
-            saving = Workers(1, "martlet-sessions")
-            saved = saving.submit(history.save, store, path)
-            try:
-                log.start_own_segment()
-                saved.result()
-            except BaseException:
-                log.abandon()  # not a clean close: the next opening must check what the store kept
-                raise
-            finally:
-                saving.shutdown()
+            log, history = cls._take_over(store, path, config, now_ms)
         else:
+            log = PartitionLog.open(store, path, config, now_ms)
+            history = SessionHistory.load(store, path)
+            history.begin(log.end_offset)
             history.save(store, path)
         partition = cls(store, path, log, history, pool, sync_flush)
         partition._publish_recovered()
         return partition
+
+    @staticmethod
+    def _take_over(store: Store, path: str, config: LogConfig,
+                   now_ms: Callable[[], int]) -> tuple[PartitionLog, SessionHistory]:
+        """A node taking the partition over: fence the last owner (HDFS lease recovery),
+        recover the log, then write the indexes recovery rebuilt and the new session S side by
+        side (each write ends in closing a small file, about half a second on HDFS, so a move
+        waits for one instead of two), and start a segment of its own."""
+        store.take_over(path)  # the last owner's writes end here, before anything is read
+        rebuilt: list[Segment] = []
+        recovered = recover(store, path, config, rebuilt)
+        history = SessionHistory.load(store, path)
+        history.begin(recovered.segments[-1].next_offset)
+        files = [file for segment in rebuilt for file in index_files(segment)]
+        writers = Workers(len(files) + 1, "martlet-take-over")
+        try:
+            done = [writers.submit(history.save, store, path)]
+            done += [writers.submit(write_atomically, store, file, data) for file, data in files]
+            for future in done:
+                future.result()
+        finally:
+            writers.shutdown()
+        log = PartitionLog(store, path, config, now_ms, recovered)
+        try:
+            log.start_own_segment()
+        except BaseException:
+            log.abandon()  # not a clean close: the next opening must check what the store kept
+            raise
+        return log, history
 
     def _publish_recovered(self) -> None:
         """Bring the published C in line with the recovered log: behind it after a crash
