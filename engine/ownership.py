@@ -101,15 +101,15 @@ class Ownership:
         dropping = sorted(self.held - wanted)
         # Partitions before shards: held produce requests wait for partitions, while group
         # clients retry a coordinator that is not ready; loading both at once slowed both.
-        loading = sorted(wanted - self.held, key=lambda key: (isinstance(parse_unit(key), int), key))
+        partitions = sorted(key for key in wanted - self.held if isinstance(parse_unit(key), TopicPartition))
+        shards = sorted(key for key in wanted - self.held if not isinstance(parse_unit(key), TopicPartition))
+        loading = partitions + shards
         for key in dropping:  # refuse writes to every dropped unit before waiting on any
             self.held.discard(key)
         self._releasing.update(dropping)
         self._opening.update(loading)  # held for the admin before any file is opened
-        for key in loading:
-            unit = parse_unit(key)
-            if isinstance(unit, TopicPartition):
-                self._topics.expect(unit)  # before it is published: its produce requests wait
+        for key in partitions:
+            self._topics.expect(_partition(key))  # before it is published: its produce requests wait
         self._publish_held()
         try:
             try:
@@ -118,16 +118,12 @@ class Ownership:
                 self._releasing.difference_update(dropping)  # persisted and closed: the next owner may open them
             if dropping:
                 logger.info("dropped %d units: %s", len(dropping), _sample(dropping))
-            partitions = [key for key in loading if isinstance(parse_unit(key), TopicPartition)]
-            shards = [key for key in loading if not isinstance(parse_unit(key), TopicPartition)]
             loaded = await asyncio.gather(*(self._load(key) for key in partitions))
             loaded += await asyncio.gather(*(self._load(key) for key in shards))
         finally:
             self._opening.difference_update(loading)
-            for key in loading:
-                unit = parse_unit(key)
-                if isinstance(unit, TopicPartition):
-                    self._topics.stop_expecting(unit)  # opened, or not: then its requests are refused
+            for key in partitions:
+                self._topics.stop_expecting(_partition(key))  # opened, or not: then its requests are refused
         self._publish_held()
         done = [key for key, ok in zip(loading, loaded, strict=True) if ok]
         if done:
@@ -178,3 +174,9 @@ def _sample(keys: list[str], count: int = 5) -> str:
 
 
 __all__ = ["Ownership", "unit_key"]
+
+
+def _partition(key: str) -> TopicPartition:
+    unit = parse_unit(key)
+    assert isinstance(unit, TopicPartition), f"{key} is not a partition"
+    return unit
