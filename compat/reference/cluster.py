@@ -29,7 +29,6 @@ The processes run this Python's ``-m martlet.gateway.cli``, or the command line 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
@@ -40,7 +39,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -48,9 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .hdfs import ReferenceHdfs
-from .kafka import free_ports
 from .maven import tail_text
-from .process import end_process, signal_group
+from .process import ProcessHandle, dying_with_parent, end_process, free_ports, signal_group
 from .zookeeper import ReferenceZooKeeper
 
 LOOPBACK = "127.0.0.1"
@@ -79,7 +76,7 @@ def default_martlet_command() -> tuple[str, ...]:
 # one process
 
 
-class ClusterProcess:
+class ClusterProcess(ProcessHandle):
     """One admin or broker: its command line, log and (while it runs) its process."""
 
     def __init__(self, role: str, index: int, command: list[str], log_path: Path, ready: re.Pattern[str],
@@ -98,18 +95,6 @@ class ClusterProcess:
     def name(self) -> str:
         return f"{self.role}-{self.index}"
 
-    @property
-    def pid(self) -> int | None:
-        return None if self._proc is None else self._proc.pid
-
-    @property
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def returncode(self) -> int | None:
-        return None if self._proc is None else self._proc.poll()
-
     def __repr__(self) -> str:
         state = "alive" if self.alive else f"exited {self.returncode}" if self._proc else "not started"
         port = f" port {self.port}" if self.port is not None else ""
@@ -123,7 +108,7 @@ class ClusterProcess:
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
             self._proc = subprocess.Popen(
-                _dying_with_parent(self.command), stdin=subprocess.DEVNULL, stdout=log,
+                dying_with_parent(self.command), stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )  # fmt: skip
         self.ready_match = None
@@ -141,8 +126,7 @@ class ClusterProcess:
                                         f"ready; its log:\n{self.log_tail()}")
             if time.monotonic() > deadline:
                 raise LocalClusterError(f"{self.name} not ready in time; its log:\n{self.log_tail()}")
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=0.05)
+            self._pause_poll(0.05)
 
     def signal(self, sig: int) -> None:
         """Send ``sig`` to the process group; SIGKILL also waits (bounded) until it is gone.
@@ -171,14 +155,6 @@ class ClusterProcess:
         with open(self.log_path, "rb") as log:
             log.seek(self._log_offset)
             return log.read(1 << 20).decode("utf-8", "replace")
-
-
-def _dying_with_parent(command: list[str]) -> list[str]:
-    """The parent-death signal belongs to the forking thread, so only from the main thread."""
-    setpriv = shutil.which("setpriv")
-    if setpriv and threading.current_thread() is threading.main_thread():
-        return [setpriv, "--pdeathsig", "KILL", "--", *command]
-    return command
 
 
 @functools.lru_cache(maxsize=8)

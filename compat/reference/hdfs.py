@@ -26,19 +26,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
-import signal
-import subprocess
-import tempfile
-import threading
-import time
 import uuid
-import weakref
 from pathlib import Path
+from typing import Self
 
-from .kafka import free_ports, java_executable, port_open
-from .maven import cache_dir, cached_classpath, copy_dependencies, tail_text
-from .process import PortTaken, end_process, signal_group
+from .kafka import java_executable
+from .maven import cache_dir, cached_classpath, copy_dependencies
+from .process import RestartableService
 
 DEFAULT_HADOOP_VERSION = "3.5.0"
 MAIN_CLASS = "org.apache.hadoop.test.MiniDFSClusterManager"
@@ -77,30 +71,31 @@ def hdfs_classpath(version: str | None = None) -> str:
 # the cluster
 
 
-class ReferenceHdfs:
+class ReferenceHdfs(RestartableService):
     """One MiniDFSCluster (NameNode + DataNode, replication 1) on free loopback ports.
 
     ``start()`` formats a fresh temp folder, launches the JVM and returns once the NameNode
     port is open and hdfs-native has written, read back and deleted a probe file.
     ``stop()`` ends the JVM and removes the folder. ``stop_process()`` + ``restart()`` (or
-    ``pause()`` + ``resume()``) take HDFS away and bring it back with its data.
+    ``pause()`` + ``resume()``) take HDFS away and bring it back with its data. A restart
+    does not format, and the DataNode gets new ports (the NameNode learns them when it
+    registers).
     """
+
+    SERVICE = "reference HDFS"
+    LOG_NAME = "cluster.log"
+    ERROR = ReferenceHdfsError
+    PORT_NAME = "NameNode port"
 
     def __init__(self, *, version: str | None = None, startup_timeout_s: float = 60.0,
                  stop_timeout_s: float = 20.0, heap: str = "512m",
                  base_dir: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(base_dir)
         self.version = version or hadoop_version()
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.heap = heap
-        self.base_dir = base_dir
-        self.host = LOOPBACK
-        self.port: int | None = None
-        self.workdir: Path | None = None
-        self.startup_seconds: float | None = None
         self._classpath: str | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._finalizer: weakref.finalize | None = None
 
     # -- public state --------------------------------------------------------------------
 
@@ -110,105 +105,15 @@ class ReferenceHdfs:
             raise ReferenceHdfsError("reference HDFS is not started")
         return f"hdfs://{self.host}:{self.port}"
 
-    @property
-    def pid(self) -> int | None:
-        return None if self._proc is None else self._proc.pid
+    # -- lifecycle (stop, stop_process, restart, pause, resume: RestartableService) -------
 
-    @property
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def log_path(self) -> Path | None:
-        return None if self.workdir is None else self.workdir / "cluster.log"
-
-    def log_tail(self, lines: int = 40) -> str:
-        path = self.log_path
-        if path is None or not path.is_file():
-            return "(no cluster log)"
-        return tail_text(path.read_bytes()[-64 * 1024 :], lines)
-
-    def __enter__(self) -> ReferenceHdfs:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    # -- lifecycle -----------------------------------------------------------------------
-
-    def start(self) -> ReferenceHdfs:
+    def start(self) -> Self:
         """Fetch the jars if needed, format a fresh cluster and wait until it serves."""
-        if self._proc is not None:
-            raise ReferenceHdfsError("reference HDFS is already started")
+        self._check_not_started()
         self._classpath = hdfs_classpath(self.version)
-        began = time.monotonic()
-        self.workdir = Path(tempfile.mkdtemp(prefix="martlet-refhdfs-", dir=self.base_dir))
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self.workdir, True)
-        lost = ""
-        for _attempt in range(3):
-            (self.port,) = free_ports(1, self.host)
-            try:
-                self._launch(format_storage=True)
-                self._wait_ready(began)
-            except PortTaken as exc:
-                lost = str(exc)
-                self.stop_process()
-                continue
-            except BaseException:
-                self.stop()
-                raise
-            self.startup_seconds = time.monotonic() - began
-            _log.info("reference HDFS up at %s in %.1fs", self.url, self.startup_seconds)
-            return self
-        self.stop()
-        raise ReferenceHdfsError(f"reference HDFS could not bind its port 3 times; {lost}")
-
-    def stop(self) -> None:
-        """End the JVM (SIGTERM, bounded wait, SIGKILL) and remove its folder. Idempotent."""
-        try:
-            self.stop_process()
-        finally:
-            if self._finalizer is not None:
-                self._finalizer()  # removes the folder
-            self._finalizer = None
-            self.workdir = None
-            self.port = None
-
-    def stop_process(self) -> None:
-        """End the JVM but keep its folder and port for ``restart()``."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            end_process(proc, self.stop_timeout_s)
-
-    def restart(self) -> None:
-        """Start the JVM again on the same folder and NameNode port, without formatting.
-
-        The DataNode gets new ports (the NameNode learns them when it registers). Fails if
-        another process took the NameNode port meanwhile."""
-        if self.workdir is None or self.port is None:
-            raise ReferenceHdfsError("reference HDFS was never started or is stopped")
-        self.stop_process()
-        began = time.monotonic()
-        try:
-            self._launch(format_storage=False)
-            self._wait_ready(began)
-        except PortTaken as exc:
-            raise ReferenceHdfsError(f"NameNode port {self.port} was taken: {exc}") from None
-        _log.info("reference HDFS restarted in %.1fs", time.monotonic() - began)
-
-    def pause(self) -> None:
-        """Freeze the JVM (SIGSTOP): connections stay open but nothing answers."""
-        if not self.alive:
-            raise ReferenceHdfsError("reference HDFS is not running")
-        assert self._proc is not None
-        signal_group(self._proc, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        """Thaw a paused JVM (SIGCONT)."""
-        if not self.alive:
-            raise ReferenceHdfsError("reference HDFS is not running")
-        assert self._proc is not None
-        signal_group(self._proc, signal.SIGCONT)
+        self._start_fresh("martlet-refhdfs-")
+        _log.info("reference HDFS up at %s in %.1fs", self.url, self.startup_seconds)
+        return self
 
     # -- steps of start ------------------------------------------------------------------
 
@@ -230,51 +135,18 @@ class ReferenceHdfs:
         ]  # fmt: skip
         if format_storage:
             command.append("-format")
-        # Die with this process when it is killed outright (the parent-death signal belongs to
-        # the forking thread, so only when started from the main thread).
-        setpriv = shutil.which("setpriv")
-        if setpriv and threading.current_thread() is threading.main_thread():
-            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
         return command
 
-    def _launch(self, format_storage: bool) -> None:
+    def _launch(self, fresh: bool) -> None:
+        """Start the JVM; only a fresh cluster formats its storage."""
         assert self.workdir is not None
         with contextlib.suppress(FileNotFoundError):
             (self.workdir / "details.json").unlink()
-        with open(self.workdir / "cluster.log", "ab") as log:
-            self._proc = subprocess.Popen(
-                self._command(format_storage), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, cwd=self.workdir, start_new_session=True,
-            )  # fmt: skip
-        proc, timeout_s = self._proc, self.stop_timeout_s
-        # Ends the JVM even if nobody calls stop(); detached so stop_process() stays the owner.
-        weakref.finalize(self, end_process, proc, timeout_s).atexit = True
-
-    def _check_running(self, deadline: float, waiting_for: str) -> None:
-        assert self._proc is not None
-        code = self._proc.poll()
-        if code is not None:
-            tail = self.log_tail()
-            if "BindException" in tail or "Address already in use" in tail:
-                raise PortTaken(tail)
-            raise ReferenceHdfsError(f"reference HDFS exited with {code} while {waiting_for}; {tail}")
-        if time.monotonic() > deadline:
-            raise ReferenceHdfsError(
-                f"reference HDFS not ready within {self.startup_timeout_s:.0f}s "
-                f"({waiting_for}); {self.log_tail()}"
-            )
-
-    def _pause_poll(self, seconds: float) -> None:
-        assert self._proc is not None
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout=seconds)
+        self._popen_owned(self._command(format_storage=fresh))
 
     def _wait_ready(self, began: float) -> None:
         deadline = began + self.startup_timeout_s
-        assert self.port is not None
-        while not port_open(self.host, self.port, timeout=0.5):
-            self._check_running(deadline, "waiting for the NameNode port")
-            self._pause_poll(0.1)
+        self._wait_port(deadline, "waiting for the NameNode port", 0.1)
         last_error = "no attempt"
         while True:
             self._check_running(deadline, f"waiting for a probe file to round-trip: {last_error}")

@@ -15,7 +15,6 @@ The jars come from Maven Central through ``pom.xml`` beside this file and are ca
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import os
 import shutil
@@ -23,15 +22,16 @@ import socket
 import struct
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Self
 
 from .maven import cache_dir, cached_classpath, copy_dependencies, tail_text, write_atomic
-from .process import PortTaken, terminate
+from .process import LoopbackService, dying_with_parent, free_ports, start_on_free_ports, terminate
+from .process import port_open as port_open  # callers import it from here
 
 DEFAULT_KAFKA_VERSION = "4.4.0"
 BROKER_MAIN_CLASS = "kafka.Kafka"
@@ -56,7 +56,6 @@ KAFKA_TOOLS: dict[str, str] = {
 
 POM_PATH = Path(__file__).resolve().with_name("pom.xml")
 NODE_ID = 1
-LOOPBACK = "127.0.0.1"
 
 _log = logging.getLogger(__name__)
 
@@ -191,29 +190,6 @@ def run_tool(tool: str, args: Sequence[str], timeout_s: float | None,
 # ----------------------------------------------------------------------------------------
 # the broker
 
-
-def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
-    """Distinct ports the OS reports free on ``host`` right now (all bound at once)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sockets.append(sock)
-            sock.bind((host, 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def _new_cluster_id() -> str:
     """A random base64 id that does not start with '-' (the storage tool would read it as an
     option; Kafka's own Uuid.randomUuid avoids such ids for the same reason)."""
@@ -223,7 +199,7 @@ def _new_cluster_id() -> str:
             return cluster_id
 
 
-class ReferenceKafka:
+class ReferenceKafka(LoopbackService):
     """One real Kafka broker+controller (KRaft combined mode) on free loopback ports.
 
     ``start()`` formats storage in a fresh temp folder, launches ``kafka.Kafka`` and returns
@@ -231,24 +207,22 @@ class ReferenceKafka:
     folder. Usable as a context manager; several can run at once.
     """
 
+    SERVICE = "reference Kafka"
+    LOG_NAME = "broker.log"
+    ERROR = ReferenceKafkaError
+
     def __init__(self, *, version: str | None = None, startup_timeout_s: float = 60.0,
                  stop_timeout_s: float = 30.0, heap: str = "512m",
                  config_overrides: Mapping[str, object] | None = None,
                  base_dir: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(base_dir)
         self.version = version or kafka_version()
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.heap = heap
         self.config_overrides = dict(config_overrides or {})
-        self.base_dir = base_dir
-        self.host = LOOPBACK
-        self.port: int | None = None
         self.controller_port: int | None = None
         self.cluster_id: str | None = None
-        self.workdir: Path | None = None
-        self.startup_seconds: float | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._finalizer: weakref.finalize | None = None
 
     # -- public state --------------------------------------------------------------------
 
@@ -257,28 +231,6 @@ class ReferenceKafka:
         if self.port is None or self._proc is None:
             raise ReferenceKafkaError("reference Kafka is not started")
         return f"{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._proc is None else self._proc.pid
-
-    @property
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def returncode(self) -> int | None:
-        return None if self._proc is None else self._proc.poll()
-
-    @property
-    def log_path(self) -> Path | None:
-        return None if self.workdir is None else self.workdir / "broker.log"
-
-    def log_tail(self, lines: int = 40) -> str:
-        path = self.log_path
-        if path is None or not path.is_file():
-            return "(no broker log)"
-        return tail_text(path.read_bytes()[-64 * 1024:], lines)
 
     def log_report(self, lines: int = 30) -> str:
         """The broker log's ERROR/FATAL lines and exception messages, then its last lines."""
@@ -302,36 +254,28 @@ class ReferenceKafka:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def __enter__(self) -> ReferenceKafka:
+    def __enter__(self) -> Self:
         if not self.alive:
             self.start()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def start(self) -> ReferenceKafka:
+    def start(self) -> Self:
         if self.alive:
             raise ReferenceKafkaError("reference Kafka already started")
         if self._proc is not None:  # stopped earlier: start afresh
             self._discard()
         began = time.monotonic()
         classpath = kafka_classpath(self.version)
-        lost = ""
-        for _attempt in range(3):
-            try:
-                self._start_once(classpath, time.monotonic() + self.startup_timeout_s)
-            except PortTaken as exc:
-                lost = str(exc)
-                self._discard()
-                continue
-            except BaseException:
-                self._discard()
-                raise
-            self.startup_seconds = time.monotonic() - began
-            _log.info("reference Kafka up at %s in %.1fs", self.bootstrap, self.startup_seconds)
-            return self
-        raise ReferenceKafkaError(f"reference Kafka could not bind its ports 3 times; {lost}")
+
+        def start_once() -> None:  # a new folder each time: storage is formatted for its ports
+            self._start_once(classpath, time.monotonic() + self.startup_timeout_s)
+
+        lost = start_on_free_ports(start_once, self._discard, self._discard)
+        if lost is not None:
+            raise ReferenceKafkaError(f"reference Kafka could not bind its ports 3 times; {lost}")
+        self.startup_seconds = time.monotonic() - began
+        _log.info("reference Kafka up at %s in %.1fs", self.bootstrap, self.startup_seconds)
+        return self
 
     def stop(self) -> None:
         """Stop the broker (SIGTERM, bounded wait, SIGKILL) and remove its folder. Idempotent."""
@@ -356,7 +300,7 @@ class ReferenceKafka:
         props = self._write_config()
         self._format_storage(classpath, props, deadline)
         self._launch(classpath, props)
-        self._wait_listening(deadline)
+        self._wait_port(deadline, "waiting for its port", 0.1)
         self._wait_broker_registered(deadline)
 
     def server_properties(self) -> dict[str, str]:
@@ -433,49 +377,12 @@ class ReferenceKafka:
             "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
             "-XX:+ExplicitGCInvokesConcurrent", BROKER_MAIN_CLASS, str(props),
         ]  # fmt: skip
-        # Die with this process when it is killed outright (the kernel's parent-death signal
-        # belongs to the forking thread, so only when started from the main thread).
-        setpriv = shutil.which("setpriv")
-        if setpriv and threading.current_thread() is threading.main_thread():
-            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
-        with open(self.workdir / "broker.log", "wb") as log:
-            self._proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=self.workdir, start_new_session=True,
-            )  # fmt: skip
-        self._finalizer = weakref.finalize(
-            self, terminate, self._proc, self.workdir, self.stop_timeout_s
-        )
+        proc = self._popen(dying_with_parent(command), "wb")
+        # Ends the broker and removes its folder even if nobody calls stop(); stop() runs it.
+        self._finalizer = weakref.finalize(self, terminate, proc, self.workdir, self.stop_timeout_s)
 
-    def _check_running(self, deadline: float, waiting_for: str) -> None:
-        assert self._proc is not None
-        code = self._proc.poll()
-        if code is not None:
-            report = self.log_report()
-            if "BindException" in report or "Address already in use" in report:
-                raise PortTaken(report)
-            raise ReferenceKafkaError(
-                f"reference Kafka exited with {code} while {waiting_for}; {report}"
-            )
-        if time.monotonic() > deadline:
-            raise ReferenceKafkaError(
-                f"reference Kafka not ready within {self.startup_timeout_s:.0f}s "
-                f"({waiting_for}); {self.log_report()}"
-            )
-
-    def _pause(self, seconds: float) -> None:
-        """Bounded poll interval that ends early if the broker exits."""
-        assert self._proc is not None
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout=seconds)
-
-    def _wait_listening(self, deadline: float) -> None:
-        assert self.port is not None
-        while True:
-            self._check_running(deadline, "waiting for its port")
-            if port_open(self.host, self.port, timeout=0.5):
-                return
-            self._pause(0.1)
+    def _failure_report(self) -> str:
+        return self.log_report()
 
     def _wait_broker_registered(self, deadline: float) -> None:
         """Poll Metadata until this node is listed (it is only once unfenced)."""
@@ -487,7 +394,7 @@ class ReferenceKafka:
                 self._check_running(deadline, "waiting for an ApiVersions answer")
                 if _api_versions_ok(self.host, self.port or 0, timeout=2.0):
                     return
-                self._pause(0.2)
+                self._pause_poll(0.2)
         admin = AdminClient({
             "bootstrap.servers": self.bootstrap,
             "logger": logging.getLogger(f"{__name__}.probe"),  # type: ignore[dict-item]  # accepted; not in the stub
@@ -498,11 +405,11 @@ class ReferenceKafka:
             try:
                 metadata = admin.list_topics(timeout=remaining)
             except KafkaException:
-                self._pause(0.1)
+                self._pause_poll(0.1)
                 continue
             if NODE_ID in metadata.brokers:
                 return
-            self._pause(0.1)
+            self._pause_poll(0.1)
 
 
 def min_heap(heap: str) -> str:

@@ -34,23 +34,16 @@ a silent peer rather than a refused connection).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import shutil
-import signal
 import socket
-import subprocess
-import tempfile
-import threading
-import time
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
-from .kafka import free_ports, java_executable, port_open
-from .maven import cache_dir, cached_classpath, copy_dependencies, tail_text, write_atomic
-from .process import PortTaken, end_process, signal_group
+from .kafka import java_executable
+from .maven import cache_dir, cached_classpath, copy_dependencies, write_atomic
+from .process import RestartableService
 
 DEFAULT_ZOOKEEPER_VERSION = "3.9.5"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -135,31 +128,31 @@ class ZooKeeperSettings:
         return 2 * self.tick_time_ms  # ZooKeeper's default: the server raises shorter requests to it
 
 
-class ReferenceZooKeeper:
+class ReferenceZooKeeper(RestartableService):
     """One standalone ZooKeeper server on a free loopback port.
 
     ``start()`` writes a fresh ``zoo.cfg`` and data folder, launches the JVM and returns once
     a kazoo client has connected and read ``/``. ``stop()`` ends the JVM and removes the
     folder. ``stop_process()`` + ``restart()`` (or ``pause()`` + ``resume()``) take the server
-    away and bring it back with its data and sessions.
+    away and bring it back with its data and sessions (a paused server's clock of sessions is
+    frozen too, so no session expires meanwhile).
     """
+
+    SERVICE = "reference ZooKeeper"
+    LOG_NAME = "server.log"
+    ERROR = ReferenceZooKeeperError
+    PORT_NAME = "ZooKeeper port"
 
     def __init__(self, settings: ZooKeeperSettings | None = None, *, version: str | None = None,
                  base_dir: str | os.PathLike[str] | None = None, die_with_parent: bool = True) -> None:
         """``base_dir``: where the temp folder goes (default: the system's temp folder).
         ``die_with_parent=False`` lets the server outlive this process (``martlet cluster
         up``): no parent-death signal and no finalizer that ends it."""
+        super().__init__(base_dir)
         self.settings = settings or ZooKeeperSettings()
         self.version = version or zookeeper_version()
-        self.base_dir = base_dir
         self.die_with_parent = die_with_parent
-        self.host = LOOPBACK
-        self.port: int | None = None
-        self.workdir: Path | None = None
-        self.startup_seconds: float | None = None
         self._classpath: str | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._finalizer: weakref.finalize | None = None
 
     # -- public state --------------------------------------------------------------------
 
@@ -171,107 +164,26 @@ class ReferenceZooKeeper:
         return f"{self.host}:{self.port}"
 
     @property
-    def pid(self) -> int | None:
-        return None if self._proc is None else self._proc.pid
+    def startup_timeout_s(self) -> float:  # type: ignore[override]  # read from the settings
+        return self.settings.startup_timeout_s
 
     @property
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def log_path(self) -> Path | None:
-        return None if self.workdir is None else self.workdir / "server.log"
-
-    def log_tail(self, lines: int = 40) -> str:
-        path = self.log_path
-        if path is None or not path.is_file():
-            return "(no server log)"
-        return tail_text(path.read_bytes()[-64 * 1024 :], lines)
+    def stop_timeout_s(self) -> float:  # type: ignore[override]  # read from the settings
+        return self.settings.stop_timeout_s
 
     def __repr__(self) -> str:
         state = "running" if self.alive else "stopped"
         return f"ReferenceZooKeeper({self.version}, {self.host}:{self.port}, {state})"
 
-    def __enter__(self) -> ReferenceZooKeeper:
-        return self.start()
+    # -- lifecycle (stop, stop_process, restart, pause, resume: RestartableService) -------
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    # -- lifecycle -----------------------------------------------------------------------
-
-    def start(self) -> ReferenceZooKeeper:
+    def start(self) -> Self:
         """Fetch the jars if needed, start a fresh server and wait until a client connects."""
-        if self._proc is not None:
-            raise ReferenceZooKeeperError("reference ZooKeeper is already started")
+        self._check_not_started()
         self._classpath = zookeeper_classpath(self.version)
-        began = time.monotonic()
-        self.workdir = Path(tempfile.mkdtemp(prefix="martlet-refzk-", dir=self.base_dir))
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self.workdir, True)
-        lost = ""
-        for _attempt in range(3):
-            (self.port,) = free_ports(1, self.host)
-            try:
-                self._launch()
-                self._wait_ready(began)
-            except PortTaken as exc:
-                lost = str(exc)
-                self.stop_process()
-                continue
-            except BaseException:
-                self.stop()
-                raise
-            self.startup_seconds = time.monotonic() - began
-            _log.info("reference ZooKeeper up at %s in %.1fs", self.address, self.startup_seconds)
-            return self
-        self.stop()
-        raise ReferenceZooKeeperError(f"reference ZooKeeper could not bind its port 3 times; {lost}")
-
-    def stop(self) -> None:
-        """End the JVM (SIGTERM, bounded wait, SIGKILL) and remove its folder. Idempotent."""
-        try:
-            self.stop_process()
-        finally:
-            if self._finalizer is not None:
-                self._finalizer()  # removes the folder
-            self._finalizer = None
-            self.workdir = None
-            self.port = None
-
-    def stop_process(self) -> None:
-        """End the JVM but keep its folder and port for ``restart()``."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            end_process(proc, self.settings.stop_timeout_s)
-
-    def restart(self) -> None:
-        """Start the JVM again on the same folder and port; sessions and ephemeral nodes
-        whose timeout has not run out are still there. Fails if another process took the
-        port meanwhile."""
-        if self.workdir is None or self.port is None:
-            raise ReferenceZooKeeperError("reference ZooKeeper was never started or is stopped")
-        self.stop_process()
-        began = time.monotonic()
-        try:
-            self._launch()
-            self._wait_ready(began)
-        except PortTaken as exc:
-            raise ReferenceZooKeeperError(f"ZooKeeper port {self.port} was taken: {exc}") from None
-        _log.info("reference ZooKeeper restarted in %.1fs", time.monotonic() - began)
-
-    def pause(self) -> None:
-        """Freeze the JVM (SIGSTOP): connections stay open but nothing answers, and no
-        session expires meanwhile (the server's clock of sessions is frozen too)."""
-        signal_group(self._running(), signal.SIGSTOP)
-
-    def resume(self) -> None:
-        """Thaw a paused JVM (SIGCONT)."""
-        signal_group(self._running(), signal.SIGCONT)
-
-    def _running(self) -> subprocess.Popen[bytes]:
-        if self._proc is None or self._proc.poll() is not None:
-            raise ReferenceZooKeeperError("reference ZooKeeper is not running")
-        return self._proc
+        self._start_fresh("martlet-refzk-")
+        _log.info("reference ZooKeeper up at %s in %.1fs", self.address, self.startup_seconds)
+        return self
 
     # -- steps of start ------------------------------------------------------------------
 
@@ -294,7 +206,7 @@ class ReferenceZooKeeper:
 
     def _command(self) -> list[str]:
         assert self.workdir is not None and self._classpath is not None
-        command = [
+        return [
             java_executable(), f"-Xmx{self.settings.heap}", "-Xms64m", "-Djava.awt.headless=true",
             "-XX:TieredStopAtLevel=1",  # a test server: fast start over peak speed
             f"-Dorg.slf4j.simpleLogger.defaultLogLevel={self.settings.log_level}",
@@ -302,52 +214,17 @@ class ReferenceZooKeeper:
             "-Dzookeeper.jmx.log4j.disable=true",
             "-cp", self._classpath, MAIN_CLASS, str(self.workdir / "zoo.cfg"),
         ]  # fmt: skip
-        # Die with this process when it is killed outright (the parent-death signal belongs to
-        # the forking thread, so only when started from the main thread).
-        setpriv = shutil.which("setpriv")
-        if self.die_with_parent and setpriv and threading.current_thread() is threading.main_thread():
-            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
-        return command
 
-    def _launch(self) -> None:
+    def _launch(self, fresh: bool) -> None:
+        """Write the configuration and start the JVM (the data folder is kept over restarts)."""
         assert self.workdir is not None
         (self.workdir / "data").mkdir(exist_ok=True)
         write_atomic(self.workdir / "zoo.cfg", self.config_text())
-        with open(self.workdir / "server.log", "ab") as log:
-            self._proc = subprocess.Popen(
-                self._command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=self.workdir, start_new_session=True,
-            )  # fmt: skip
-        if self.die_with_parent:
-            proc, timeout_s = self._proc, self.settings.stop_timeout_s
-            # Ends the JVM even if nobody calls stop(); detached so stop_process() stays the owner.
-            weakref.finalize(self, end_process, proc, timeout_s).atexit = True
-
-    def _check_running(self, deadline: float, waiting_for: str) -> None:
-        assert self._proc is not None
-        code = self._proc.poll()
-        if code is not None:
-            tail = self.log_tail()
-            if "BindException" in tail or "Address already in use" in tail:
-                raise PortTaken(tail)
-            raise ReferenceZooKeeperError(f"reference ZooKeeper exited with {code} while {waiting_for}; {tail}")
-        if time.monotonic() > deadline:
-            raise ReferenceZooKeeperError(
-                f"reference ZooKeeper not ready within {self.settings.startup_timeout_s:.0f}s "
-                f"({waiting_for}); {self.log_tail()}"
-            )
-
-    def _pause_poll(self, seconds: float) -> None:
-        assert self._proc is not None
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout=seconds)
+        self._popen_owned(self._command())
 
     def _wait_ready(self, began: float) -> None:
-        deadline = began + self.settings.startup_timeout_s
-        assert self.port is not None
-        while not port_open(self.host, self.port, timeout=0.5):
-            self._check_running(deadline, "waiting for the client port")
-            self._pause_poll(0.05)
+        deadline = began + self.startup_timeout_s
+        self._wait_port(deadline, "waiting for the client port", 0.05)
         last_error = "no attempt"
         while True:
             self._check_running(deadline, f"waiting for a client to connect: {last_error}")
