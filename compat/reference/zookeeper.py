@@ -150,6 +150,8 @@ class ReferenceZooKeeper(RestartableService):
         up``): no parent-death signal and no finalizer that ends it."""
         super().__init__(base_dir)
         self.settings = settings or ZooKeeperSettings()
+        self.startup_timeout_s = self.settings.startup_timeout_s
+        self.stop_timeout_s = self.settings.stop_timeout_s
         self.version = version or zookeeper_version()
         self.die_with_parent = die_with_parent
         self._classpath: str | None = None
@@ -162,14 +164,6 @@ class ReferenceZooKeeper(RestartableService):
         if self.port is None:
             raise ReferenceZooKeeperError("reference ZooKeeper is not started")
         return f"{self.host}:{self.port}"
-
-    @property
-    def startup_timeout_s(self) -> float:  # type: ignore[override]  # read from the settings
-        return self.settings.startup_timeout_s
-
-    @property
-    def stop_timeout_s(self) -> float:  # type: ignore[override]  # read from the settings
-        return self.settings.stop_timeout_s
 
     def __repr__(self) -> str:
         state = "running" if self.alive else "stopped"
