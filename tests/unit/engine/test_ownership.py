@@ -54,7 +54,7 @@ async def settle(ownership: Ownership, published: list, count: int) -> None:
         await asyncio.sleep(0.01)  # lets the ownership task run; bounded
 
 
-def test_units_move_out_before_others_move_in_and_busy_units_count_as_held() -> None:
+def test_units_move_out_before_others_move_in_and_opening_or_releasing_units_count_as_held() -> None:
     async def run() -> None:
         topics, groups, published = FakeTopics(), FakeGroups(), []
         ownership = Ownership(topics, lambda: groups, lambda *state: published.append(state), retry_s=0.05)  # type: ignore[arg-type]
