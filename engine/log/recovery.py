@@ -43,9 +43,10 @@ class Recovered:
     producer_state: ProducerState
 
 
-def recover(store: Store, directory: str, config: LogConfig, deferred: list[Segment] | None = None) -> Recovered:
-    """`deferred`: instead of rewriting the indexes of a segment it rebuilt, append the
-    segment here; the caller writes them (`write_indexes`) before the log is opened for
+def recover(store: Store, directory: str, config: LogConfig,
+            deferred: list[tuple[str, bytes]] | None = None) -> Recovered:
+    """`deferred`: instead of rewriting the index files of a segment it rebuilt, append
+    (path, content) here; the caller writes them (atomically) before the log is opened for
     appending. A node taking a partition over writes them beside its sessions file: on HDFS
     each write ends in a file close of about half a second."""
     store.mkdir(directory)
@@ -72,7 +73,7 @@ def _delete_leftovers(store: Store, directory: str) -> None:
 
 
 def _load_segments(store: Store, directory: str, config: LogConfig, clean: bool,
-                   deferred: list[Segment] | None) -> list[Segment]:
+                   deferred: list[tuple[str, bytes]] | None) -> list[Segment]:
     bases = offsets_with_suffix(store, directory, LOG_SUFFIX)
     segments: list[Segment] = []
     for i, base in enumerate(bases):
@@ -93,7 +94,7 @@ def _drop_segments(store: Store, directory: str, bases: list[int], config: LogCo
 
 
 def _load_segment(store: Store, directory: str, base: int, config: LogConfig, trusted: bool,
-                  deferred: list[Segment] | None) -> tuple[Segment, bool]:
+                  deferred: list[tuple[str, bytes]] | None) -> tuple[Segment, bool]:
     """(segment, whether its log was cut)."""
     if trusted:
         try:
@@ -104,7 +105,7 @@ def _load_segment(store: Store, directory: str, base: int, config: LogConfig, tr
 
 
 def _load_checked(store: Store, directory: str, base: int, config: LogConfig,
-                  deferred: list[Segment] | None) -> Segment:
+                  deferred: list[tuple[str, bytes]] | None) -> Segment:
     """Load a segment's indexes and validate the batches after the last index entry."""
     segment = Segment(store, directory, base, config)
     log_bytes = store.size(segment.log_path)
@@ -136,7 +137,7 @@ def _start_at_last_entry(segment: Segment) -> None:
 
 
 def _rebuild(store: Store, directory: str, base: int, config: LogConfig,
-             deferred: list[Segment] | None) -> tuple[Segment, bool]:
+             deferred: list[tuple[str, bytes]] | None) -> tuple[Segment, bool]:
     """Scan the whole log, cut it after the last valid batch and rewrite both indexes."""
     segment = Segment(store, directory, base, config)
     log_bytes = store.size(segment.log_path)
@@ -149,22 +150,14 @@ def _rebuild(store: Store, directory: str, base: int, config: LogConfig,
     return segment, cut
 
 
-def _rewrite_indexes(segment: Segment, deferred: list[Segment] | None) -> None:
-    if deferred is None:
-        write_indexes(segment)
-    else:
-        deferred.append(segment)
-
-
-def write_indexes(segment: Segment) -> None:
-    for path, data in index_files(segment):
+def _rewrite_indexes(segment: Segment, deferred: list[tuple[str, bytes]] | None) -> None:
+    files = [(segment.index_path, segment.offset_index.to_bytes()),
+             (segment.time_index_path, segment.time_index.to_bytes())]
+    if deferred is not None:
+        deferred.extend(files)
+        return
+    for path, data in files:
         write_atomically(segment.store, path, data)
-
-
-def index_files(segment: Segment) -> list[tuple[str, bytes]]:
-    """(path, content) of a segment's two index files as its in-memory indexes have them."""
-    return [(segment.index_path, segment.offset_index.to_bytes()),
-            (segment.time_index_path, segment.time_index.to_bytes())]
 
 
 def _new_segment(store: Store, directory: str, base: int, config: LogConfig) -> Segment:

@@ -30,8 +30,7 @@ from ..log.config import LogConfig
 from ..log.files import read_published, write_published
 from ..log.log import PartitionLog, check_handed
 from ..log.producers import ProducerState
-from ..log.recovery import index_files, recover
-from ..log.segment import Segment
+from ..log.recovery import recover
 from ..store.atomic import write_atomically
 from ..store.base import Store
 from .memory import MemoryPool
@@ -87,11 +86,10 @@ class Partition:
         side (each write ends in closing a small file, about half a second on HDFS, so a move
         waits for one instead of two), and start a segment of its own."""
         store.take_over(path)  # the last owner's writes end here, before anything is read
-        rebuilt: list[Segment] = []
-        recovered = recover(store, path, config, rebuilt)
+        files: list[tuple[str, bytes]] = []  # the index files recovery rebuilt
+        recovered = recover(store, path, config, files)
         history = SessionHistory.load(store, path)
         history.begin(recovered.segments[-1].next_offset)
-        files = [file for segment in rebuilt for file in index_files(segment)]
         writers = Workers(len(files) + 1, "martlet-take-over")
         try:
             done = [writers.submit(history.save, store, path)]
