@@ -77,5 +77,10 @@ class PartitionClosed(EngineError):
     """The partition was closed (topic deleted, broker stopping) while a caller waited."""
 
 
+class Fenced(EngineError):
+    """Another node took the partition over (it claimed a later session) while this one
+    still held it: this node must stop using the partition's files."""
+
+
 class NotServedHere(EngineError):
     """The partition (or coordinator) lives on another node of the cluster."""

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from ...records.build import build_control_batch
 from ...records.control import ControlType
 from ...records.header import BatchHeader, iter_batches, parse_header, set_base_offset, set_leader_epoch
-from ..errors import OffsetOutOfRange, PartitionClosed, StaleSession
+from ..errors import Fenced, OffsetOutOfRange, PartitionClosed, StaleSession
 from ..log.config import LogConfig
 from ..log.files import read_published, write_published
 from ..log.log import PartitionLog, check_handed
@@ -34,7 +34,7 @@ from ..log.recovery import recover
 from ..store.atomic import write_atomically
 from ..store.base import Store
 from .memory import MemoryPool
-from .sessions import SessionHistory
+from .sessions import SessionHistory, claim, claimed_after
 from .tail import Tail
 from .workers import Workers
 
@@ -81,14 +81,15 @@ class Partition:
     @staticmethod
     def _take_over(store: Store, path: str, config: LogConfig,
                    now_ms: Callable[[], int]) -> tuple[PartitionLog, SessionHistory]:
-        """A node taking the partition over: fence the last owner (HDFS lease recovery),
-        recover the log, then write the indexes recovery rebuilt and the new session S side by
+        """A node taking the partition over: claim its session, fence the last owner (HDFS
+        lease recovery), recover the log, then write the indexes recovery rebuilt and the new session S side by
         side (each write ends in closing a small file, about half a second on HDFS, so a move
         waits for one instead of two), and start a segment of its own."""
+        history = SessionHistory.load(store, path)
+        claim(store, path, history.latest + 1)  # from here the last owner leaves the files alone
         store.take_over(path)  # the last owner's writes end here, before anything is read
         files: list[tuple[str, bytes]] = []  # the index files recovery rebuilt
         recovered = recover(store, path, config, files)
-        history = SessionHistory.load(store, path)
         history.begin(recovered.segments[-1].next_offset)
         writers = Workers(len(files) + 1, "martlet-take-over")
         try:
@@ -198,8 +199,11 @@ class Partition:
         the failure left half written, and use it from now on with a lock of its own (a
         stuck write may hold the old one forever); returns the log end (what is persisted).
         The old log is abandoned, not closed: closing could hang as its write did, and on
-        HDFS would cut the file to what the broken writer saw."""
+        HDFS would cut the file to what the broken writer saw. Fenced if another node took
+        the partition over meanwhile (its write failed because that node fenced it)."""
         self.log.abandon()  # no lock: a stuck write may hold it; this only drops references
+        if claimed_after(self.store, self.path, self.session):
+            raise Fenced(f"{self.path}: another node took it over after session {self.session}")
         log = PartitionLog.open(self.store, self.path, self.log.config, now_ms)
         self._log_state = (log, threading.Lock())
         return log.end_offset
@@ -296,6 +300,8 @@ class Partition:
         """Event loop: stop taking writes and fail whoever waits for C; what is not persisted
         is dropped (the persister drains first on a graceful stop). `close_log` then closes
         the files, off the loop."""
+        if self.closed:
+            return
         self.closed = True
         self.pool.forget(self.tail, self.tail.unpersisted_bytes)
         for _, future in self._checkpoint_waiters:
@@ -304,10 +310,15 @@ class Partition:
         self._checkpoint_waiters.clear()
 
     def close_log(self) -> None:
-        """Worker thread, after `close`: close the log's files (a store call)."""
+        """Worker thread, after `close`: close the log's files (store calls), unless another
+        node took the partition over meanwhile: its files are that node's now."""
         log, lock = self._log_state
         if lock.acquire(timeout=CLOSE_WAIT_S):
             try:
+                if claimed_after(self.store, self.path, self.session):
+                    log.abandon()
+                    logger.warning("%s: taken over by another node; its files are left to it", self.path)
+                    return
                 log.close()
             finally:
                 lock.release()

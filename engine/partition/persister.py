@@ -40,6 +40,7 @@ from typing import Any
 
 from ...records.header import BatchHeader
 from ..clock import Clock, Timer
+from ..errors import Fenced
 from .partition import Partition
 from .workers import Workers
 
@@ -210,6 +211,10 @@ class Persister:
     # -- failures ------------------------------------------------------------------------------
 
     def _failed(self, partition: Partition, error: BaseException) -> None:
+        if isinstance(error, Fenced) and not partition.closed:
+            logger.error("%s: dropping %d bytes never persisted: %s", partition.path,
+                         partition.tail.unpersisted_bytes, error)
+            partition.close()  # its writers are told NOT_LEADER and find the new owner
         if partition.closed:
             self._finish(partition)
             return

@@ -8,6 +8,13 @@ an older session ends (Kafka's OffsetForLeaderEpoch, KIP-101/KIP-320).
 File `sessions` in the partition's directory: one line per session, "<session> <start
 offset>", ascending in both. Data dirs written before the name was settled call it `epochs`:
 it is read when `sessions` is missing, and removed once `sessions` is written.
+
+Claims fence a last owner that does not know it lost the partition (a node frozen past its
+cluster session). A node taking a partition over first creates the empty file
+`claim.<S>` for the session S it is about to start, and only then recovers the last owner's
+files (HDFS lease recovery). A node that finds a claim above its own session has been taken
+over: it must not open, repair or close the partition's files again (on HDFS opening them
+would take the leases back from the new owner, and repairing would cut what it wrote).
 """
 
 from __future__ import annotations
@@ -20,6 +27,27 @@ from ..store.base import Store
 UNDEFINED = -1
 FILE = "sessions"
 LEGACY_FILE = "epochs"
+CLAIM_PREFIX = "claim."
+
+
+def claim(store: Store, directory: str, session: int) -> None:
+    """Mark the partition as taken over by `session`, before touching the last owner's
+    files; older claims are removed (a claim that exists already was made by an open of
+    the same session that failed)."""
+    store.create_exclusive(f"{directory}/{CLAIM_PREFIX}{session}")
+    for older in _claims(store, directory):
+        if older < session:
+            store.delete(f"{directory}/{CLAIM_PREFIX}{older}")
+
+
+def claimed_after(store: Store, directory: str, session: int) -> bool:
+    """True if a node claimed the partition for a session after `session`."""
+    return any(claimed > session for claimed in _claims(store, directory))
+
+
+def _claims(store: Store, directory: str) -> list[int]:
+    return [int(name[len(CLAIM_PREFIX):]) for name in store.list(directory)
+            if name.startswith(CLAIM_PREFIX) and name[len(CLAIM_PREFIX):].isdigit()]
 
 
 class SessionHistory:

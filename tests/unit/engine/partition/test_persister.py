@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from martlet.engine.clock import ManualClock as TimerClock
-from martlet.engine.errors import StaleSession
+from martlet.engine.errors import PartitionClosed, StaleSession
 from martlet.engine.log.config import LogConfig
 from martlet.engine.log.files import read_published
 from martlet.engine.partition.memory import MemoryPool
@@ -352,3 +352,36 @@ def test_a_slow_flush_on_the_loop_sends_flushes_to_the_workers_for_a_while():
         assert store.threads[-1] == loop_thread and partition.checkpoint == 6  # inline again
 
     run(scenario, inline=True)
+
+
+def test_an_owner_taken_over_while_it_held_the_partition_stops_and_leaves_the_files_alone():
+    """A node frozen past its cluster session wakes: its next write fails (the new owner
+    fenced it), and its reopen finds the new owner's claim. It must not recover the files
+    again (on HDFS that takes the leases back and cuts what the new owner wrote): its
+    waiters are refused, and closing it writes nothing."""
+    store = FlakyStore()
+
+    async def scenario(persister, clock):
+        old = open_partition(store, MemoryPool(1 << 20))
+        await old.wait_persisted(append(old, persister, 2)[-1])
+        new = Partition.open(store, "t-0", LogConfig(segment_bytes=2000), ManualClock(), MemoryPool(1 << 20),
+                             own_segment=True)
+        assert new.session == old.session + 1
+        store.down = True  # the old owner's write fails, as a fenced HDFS writer's does
+        waiting = asyncio.ensure_future(old.wait_persisted(append(old, persister)[-1]))
+        await clock.next_timer(SOON_MS)  # the retry: the reopen finds the claim
+        store.down = False
+        with pytest.raises(PartitionClosed):
+            await waiting
+        assert old.closed
+        with pytest.raises(PartitionClosed):
+            old.append(*make_batch(record_count=2))
+        files = {name: store.read(f"t-0/{name}", 0, 1 << 20) for name in store.list("t-0")}
+        old.close_log()
+        assert {name: store.read(f"t-0/{name}", 0, 1 << 20) for name in store.list("t-0")} == files
+        await new.wait_persisted(append(new, persister)[-1])
+        new.close()
+        new.close_log()
+
+    run(scenario)
+    assert stored_offsets(store) == [0, 2, 4]
