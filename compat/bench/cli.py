@@ -19,7 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="martlet bench",
         description="Martlet and Apache Kafka side by side under librdkafka load: medians over "
-                    "rounds (Martlet, Kafka, Martlet, Kafka ...) and the ratio Martlet / Kafka.")
+                    "rounds (Martlet, Kafka, Martlet, Kafka ...) and the ratio Martlet / Kafka; with "
+                    "--hdfs a Martlet on HDFS runs beside them (martlet-hdfs, martlet, kafka, ...).")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per endpoint (default 3)")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes (100 MB produce, 10 s latency, 1,000 partitions)")
@@ -32,8 +33,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="measure this endpoint alone instead of starting Martlet and Kafka")
     parser.add_argument("--pid", type=int, default=None,
                         help="with --bootstrap: the broker's process id, for CPU and RSS")
-    parser.add_argument("--hdfs", action="store_true", help="run Martlet on a reference HDFS started for the run")
-    parser.add_argument("--martlet-config", metavar="FILE", help="TOML config for the Martlet started here")
+    parser.add_argument("--hdfs", action="store_true",
+                        help="also run a Martlet on a reference HDFS started for the run (endpoint martlet-hdfs), "
+                             "beside Martlet on local disk and Kafka; --check still compares Martlet on local disk")
+    parser.add_argument("--martlet-config", metavar="FILE", help="TOML config for every Martlet started here")
     parser.add_argument("--cluster", action="store_true",
                         help="Martlet clusters on ZooKeeper and HDFS: aggregate produce with 1 and 2 brokers "
                              "beside one Kafka broker, and failover time under kill -9 (see compat/bench/cluster.py)")
@@ -86,6 +89,9 @@ def _refused(options: argparse.Namespace) -> str | None:
     clashing = [flag for flag in ("bootstrap", "check", "hdfs", "martlet_config") if getattr(options, flag)]
     if options.cluster and clashing:
         return f"--cluster starts its own clusters; it does not take --{clashing[0].replace('_', '-')}"
+    started_here = [flag for flag in ("hdfs", "martlet_config") if getattr(options, flag)]
+    if options.bootstrap and started_here:
+        return f"--bootstrap measures a broker started elsewhere; it does not take --{started_here[0].replace('_', '-')}"
     return None
 
 
@@ -114,15 +120,17 @@ def _run(plan: Plan, options: argparse.Namespace) -> list[dict[str, object]]:
         return run(plan, [Endpoint("endpoint", options.bootstrap, options.pid)])
     config = Path(options.martlet_config).read_text() if options.martlet_config else ""
     with contextlib.ExitStack() as stack:
-        store = None
+        endpoints: list[Endpoint] = []
         if options.hdfs:
             from ..reference.hdfs import ReferenceHdfs
 
+            plan.progress("starting HDFS and Martlet on it")
             store = f"{stack.enter_context(ReferenceHdfs()).url}/martlet-bench"
+            endpoints.append(stack.enter_context(martlet_broker(store, config, "martlet-hdfs")))
         plan.progress("starting Martlet and Kafka")
-        martlet = stack.enter_context(martlet_broker(store, config))
-        kafka = stack.enter_context(kafka_broker())
-        return run(plan, [martlet, kafka])
+        endpoints.append(stack.enter_context(martlet_broker(None, config)))
+        endpoints.append(stack.enter_context(kafka_broker()))
+        return run(plan, endpoints)
 
 
 def _progress_printer() -> Callable[[str], None]:

@@ -3,10 +3,12 @@
 The JSON object names the role and its settings; the process prints one JSON line with its
 result and exits 0, or prints {"error": ...} and exits 1. Roles:
 
-- produce: `records` records of `record_bytes` random (incompressible) bytes to `topic`,
-  partitioned round-robin by librdkafka, with the producer settings in `config`. Timed from
-  the first produce call until every delivery report arrived; `started` and `ended` give
-  those two moments on the wall clock, so several producers make one aggregate span.
+- produce: `records` keyless records of `record_bytes` random (incompressible) bytes to
+  `topic`, spread over its partitions by librdkafka's sticky partitioner (a new random
+  partition every sticky.partitioning.linger.ms), with the producer settings in `config`.
+  Timed from the first produce call until every delivery report arrived; `started` and
+  `ended` give those two moments on the wall clock, so several producers make one
+  aggregate span.
 - consume: reads `records` records from the start of every partition of `topic` (assigned,
   no group, so no rebalance time is measured). Timed from the assignment to the last record.
 - latency-produce: `rate` records per second for `seconds` seconds, each value starting with

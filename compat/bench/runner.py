@@ -1,12 +1,14 @@
 """Rounds, medians and the report of `martlet bench`.
 
-Both brokers are started once, fresh, and stay up for the whole run; each round runs every
-workload against Martlet, then every workload against Kafka (A, B, A, B ...), so a slow
-minute on the machine lands on both. Topics are new per round; the 10,000-partition
-workload runs its rounds after all the others and deletes its topics at once; the rest are
-deleted at the end. Between turns both brokers must be idle (settle()).
-The report gives each metric's median over the rounds and the ratio Martlet / Kafka, and
-the raw per-round rows beneath; `--json` writes all of it.
+The brokers (Martlet and Kafka; with --hdfs also a Martlet on HDFS) are started once, fresh,
+and stay up for the whole run; each round runs every workload against each of them in turn
+(A, B, A, B ... or A, B, C, A, B, C ...), so a slow minute on the machine lands on all.
+Topics are new per round; the 10,000-partition workload runs its rounds after all the others
+and deletes its topics at once; the rest are deleted at the end. Between turns every broker
+must be idle (settle()).
+The report gives each metric's median over the rounds and, for every other endpoint, its
+ratio to Kafka ("martlet/kafka", "martlet-hdfs/kafka"), and the raw per-round rows beneath;
+`--json` writes all of it. The regression check (`ratios()`) compares Martlet on local disk.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ QUIET_WINDOWS = 2  # ... for this many windows in a row
 KAFKA_OVERRIDES = {"file.delete.delay.ms": 0}
 MARTLET_CMD = [sys.executable, "-m", "martlet.gateway.cli"]
 KAFKA_HEAP = "1g"  # kafka-server-start.sh's default
+REFERENCE = "kafka"  # the endpoint every ratio divides by
 Rows = list[dict[str, Any]]  # one per (round, endpoint, workload): name, metrics
 
 
@@ -51,8 +54,9 @@ class Plan:
 
 
 @contextlib.contextmanager
-def martlet_broker(store: str | None = None, config: str = "") -> Iterator[Endpoint]:
-    """A fresh `martlet serve` on a free loopback port and a temporary data dir."""
+def martlet_broker(store: str | None = None, config: str = "", name: str = "martlet") -> Iterator[Endpoint]:
+    """A fresh `martlet serve` on a free loopback port and a temporary data dir (its store
+    given by URL, else that dir on local disk)."""
     with tempfile.TemporaryDirectory(prefix="martlet-bench-") as folder:
         config_file = Path(folder) / "martlet.toml"
         config_file.write_text(config)
@@ -65,7 +69,7 @@ def martlet_broker(store: str | None = None, config: str = "") -> Iterator[Endpo
                 line = proc.stdout.readline().decode().strip()
                 if not line.startswith("martlet listening on "):
                     raise RuntimeError(f"martlet did not start: {line!r}")
-                yield Endpoint("martlet", line.rsplit(" ", 1)[-1], proc.pid)
+                yield Endpoint(name, line.rsplit(" ", 1)[-1], proc.pid)
             finally:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=START_TIMEOUT_S)
@@ -93,9 +97,9 @@ def run(plan: Plan, endpoints: Sequence[Endpoint]) -> Rows:
             for endpoint in endpoints:
                 ctx = Context(endpoint, plan.scale, round_no)
                 for name in names:
-                    plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<8} {name}")
+                    plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<12} {name}")
                     rows.append(_measure(ctx, name))
-                plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<8} settling")
+                plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<12} settling")
                 settle(endpoints)
     for endpoint in endpoints:
         cleanup(Context(endpoint, plan.scale, 0))
@@ -138,28 +142,37 @@ def medians(rows: Rows) -> dict[tuple[str, str], dict[str, float]]:
     return {key: {ep: statistics.median(vs) for ep, vs in by_ep.items()} for key, by_ep in values.items()}
 
 
-def ratios(rows: Rows) -> dict[tuple[str, str], float]:
-    """(workload, metric) -> Martlet's median / Kafka's median."""
-    return {key: m["martlet"] / m["kafka"] for key, m in medians(rows).items()
-            if "martlet" in m and "kafka" in m and m["kafka"]}
+def ratios(rows: Rows, endpoint: str = "martlet") -> dict[tuple[str, str], float]:
+    """(workload, metric) -> the endpoint's median / Kafka's median (Martlet on local disk
+    unless named otherwise)."""
+    return {key: m[endpoint] / m[REFERENCE] for key, m in medians(rows).items()
+            if endpoint in m and m.get(REFERENCE)}
+
+
+def compared(rows: Rows) -> list[str]:
+    """The endpoints that get a ratio to Kafka, in run order; none without Kafka."""
+    endpoints = list(dict.fromkeys(row["endpoint"] for row in rows))
+    return [ep for ep in endpoints if ep != REFERENCE] if REFERENCE in endpoints else []
 
 
 def report(rows: Rows) -> str:
-    table = medians(rows)
     endpoints = list(dict.fromkeys(row["endpoint"] for row in rows))
-    both = endpoints == ["martlet", "kafka"]
-    head = f"{'workload':<22}{'metric':<14}" + "".join(f"{ep:>12}" for ep in endpoints)
+    others = compared(rows)
+    by_other = {ep: ratios(rows, ep) for ep in others}
+    heads = [f"{ep}/{REFERENCE}" for ep in others]
+    head = f"{'workload':<24}{'metric':<14}" + "".join(f"{ep:>14}" for ep in endpoints)
     lines = [f"medians over {max((row['round'] for row in rows), default=0)} round(s)",
-             head + (f"{'ratio':>8}  better" if both else "")]
-    for (workload, metric), by_ep in table.items():
-        line = f"{workload:<22}{metric:<14}" + "".join(f"{by_ep.get(ep, float('nan')):>12.2f}" for ep in endpoints)
-        if both and by_ep.get("kafka"):
-            line += f"{by_ep['martlet'] / by_ep['kafka']:>8.2f}  {'higher' if METRICS[metric].higher_is_better else 'lower'}"
+             head + "".join(f"{h:>20}" for h in heads) + ("  better" if others else "")]
+    for (workload, metric), by_ep in medians(rows).items():
+        line = f"{workload:<24}{metric:<14}" + "".join(f"{by_ep.get(ep, float('nan')):>14.2f}" for ep in endpoints)
+        if others and by_ep.get(REFERENCE):
+            line += "".join(f"{by_other[ep].get((workload, metric), float('nan')):>20.2f}" for ep in others)
+            line += f"  {'higher' if METRICS[metric].higher_is_better else 'lower'}"
         lines.append(line)
-    lines += ["", "raw rows", f"{'round':<6}{'endpoint':<10}{'workload':<22}metrics"]
+    lines += ["", "raw rows", f"{'round':<6}{'endpoint':<14}{'workload':<24}metrics"]
     for row in rows:
         shown = row.get("error") or ", ".join(f"{k} {v:.2f}" for k, v in row["metrics"].items())
-        lines.append(f"{row['round']:<6}{row['endpoint']:<10}{row['workload']:<22}{shown}")
+        lines.append(f"{row['round']:<6}{row['endpoint']:<14}{row['workload']:<24}{shown}")
     return "\n".join(lines)
 
 
@@ -185,6 +198,9 @@ def check(rows: Rows, baseline: dict[str, float]) -> list[str]:
 
 
 def to_json(rows: Rows) -> str:
-    table = [{"workload": w, "metric": m, "medians": by_ep} for (w, m), by_ep in medians(rows).items()]
+    by_other = {ep: ratios(rows, ep) for ep in compared(rows)}
+    table = [{"workload": w, "metric": m, "medians": by_ep,
+              "ratios": {f"{ep}/{REFERENCE}": got[(w, m)] for ep, got in by_other.items() if (w, m) in got}}
+             for (w, m), by_ep in medians(rows).items()]
     return json.dumps({"medians": table, "rows": rows}, indent=2)
 

@@ -154,10 +154,13 @@ def _broker(probe: Probe, gigabytes_of: int | None = None) -> dict[str, float]:
     return metrics
 
 
-def _produce(name: str, acks: str, idempotent: bool) -> Callable[[Context], dict[str, float]]:
+def _produce(name: str, acks: str, idempotent: bool, partitions: int = 1) -> Callable[[Context], dict[str, float]]:
+    """1 KB records, keyless: with several partitions librdkafka's sticky partitioner moves
+    its open batch to another partition every sticky.partitioning.linger.ms (10 ms by
+    default), so over a run every partition gets data."""
     def run(ctx: Context) -> dict[str, float]:
         topic = ctx.topic(name)
-        create_topic(ctx.endpoint.bootstrap, topic, 1)
+        create_topic(ctx.endpoint.bootstrap, topic, partitions)
         records = ctx.scale.produce_bytes // 1000
         spec = {"role": "produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
                 "records": records, "record_bytes": 1000,
@@ -261,6 +264,7 @@ def many_partitions(ctx: Context) -> dict[str, float]:
 WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "produce-1k-acks1": _produce("produce-1k-acks1", "1", False),
     "produce-1k-acksall": _produce("produce-1k-acksall", "all", True),
+    "produce-1k-acksall-16p": _produce("produce-1k-acksall-16p", "all", True, partitions=16),
     "consume-1k": consume,
     "produce-100b-linger0": small_records,
     "latency-1k": latency,

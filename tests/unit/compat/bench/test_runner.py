@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from martlet.compat.bench import cli
-from martlet.compat.bench.runner import check, medians, ratios, report
-from martlet.compat.bench.workloads import percentile
+from martlet.compat.bench.runner import check, medians, ratios, report, to_json
+from martlet.compat.bench.workloads import WORKLOADS, percentile
 
 
 def rows(martlet: list[float], kafka: list[float], metric: str = "MB/s",
@@ -46,8 +48,46 @@ def test_check_names_a_recorded_metric_that_was_not_measured() -> None:
 
 def test_report_shows_medians_ratios_and_raw_rows() -> None:
     text = report(rows([10, 20, 30], [20, 20, 20]))
-    assert "produce-1k-acks1      MB/s" in text and "1.00  higher" in text
+    assert "produce-1k-acks1        MB/s" in text and "1.00  higher" in text
+    assert "martlet/kafka" in text and "hdfs" not in text
     assert text.count("produce-1k-acks1") == 1 + 6  # the median line and six raw rows
+
+
+def three(hdfs: float, martlet: float, kafka: float, metric: str = "MB/s",
+          workload: str = "produce-1k-acksall-16p") -> list[dict[str, object]]:
+    """One round of `bench --hdfs`, in its run order."""
+    return [{"round": 1, "endpoint": endpoint, "workload": workload, "metrics": {metric: value}}
+            for endpoint, value in (("martlet-hdfs", hdfs), ("martlet", martlet), ("kafka", kafka))]
+
+
+def test_with_hdfs_each_martlet_gets_its_own_ratio_to_kafka() -> None:
+    rows = three(20, 60, 80)
+    key = ("produce-1k-acksall-16p", "MB/s")
+    assert ratios(rows)[key] == pytest.approx(0.75)  # --check still means Martlet on local disk
+    assert ratios(rows, "martlet-hdfs")[key] == pytest.approx(0.25)
+    [entry] = json.loads(to_json(rows))["medians"]
+    assert entry["ratios"] == {"martlet-hdfs/kafka": pytest.approx(0.25), "martlet/kafka": pytest.approx(0.75)}
+
+
+def test_check_with_hdfs_guards_martlet_on_local_disk() -> None:
+    recorded = {"produce-1k-acksall-16p MB/s": 1.0}
+    assert check(three(10, 60, 100), recorded) == []  # HDFS at 0.1x does not trip the local guard
+    assert check(three(100, 40, 100), recorded)
+
+
+def test_report_with_hdfs_has_a_column_and_a_ratio_per_endpoint() -> None:
+    text = report(three(20, 60, 80) + three(2, 6, 4, "p99 ms"))
+    head, mbps, p99 = text.splitlines()[1:4]
+    assert head.split() == ["workload", "metric", "martlet-hdfs", "martlet", "kafka",
+                            "martlet-hdfs/kafka", "martlet/kafka", "better"]
+    assert mbps.split()[2:] == ["20.00", "60.00", "80.00", "0.25", "0.75", "higher"]
+    assert p99.split()[3:] == ["2.00", "6.00", "4.00", "0.50", "1.50", "lower"]
+    assert "martlet-hdfs  produce-1k-acksall-16p" in text  # the raw rows keep their columns apart
+
+
+def test_report_of_one_outside_endpoint_has_no_ratio() -> None:
+    text = report([{"round": 1, "endpoint": "endpoint", "workload": "consume-1k", "metrics": {"MB/s": 5.0}}])
+    assert "/kafka" not in text and "better" not in text
 
 
 def test_nearest_rank_percentiles() -> None:
@@ -60,3 +100,15 @@ def test_nearest_rank_percentiles() -> None:
 def test_cli_refuses_an_unknown_workload(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--workloads", "produce-1k-acks1,nonsense"]) == 2
     assert "nonsense" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", [["--hdfs"], ["--martlet-config", "martlet.toml"]])
+def test_cli_refuses_options_for_brokers_it_does_not_start_with_bootstrap(
+        flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--bootstrap", "127.0.0.1:9092", *flag]) == 2
+    assert f"does not take {flag[0]}" in capsys.readouterr().err
+
+
+def test_the_16_partition_workload_follows_the_1_partition_one() -> None:
+    names = list(WORKLOADS)
+    assert names.index("produce-1k-acksall-16p") == names.index("produce-1k-acksall") + 1
