@@ -4,8 +4,8 @@ The JSON object names the role and its settings; the process prints one JSON lin
 result and exits 0, or prints {"error": ...} and exits 1. Roles:
 
 - produce: `records` keyless records of `record_bytes` random (incompressible) bytes to
-  `topic`, spread over its partitions by librdkafka's sticky partitioner (a new random
-  partition every sticky.partitioning.linger.ms), with the producer settings in `config`.
+  `topic`, spread over its partitions by librdkafka's partitioner (how, `config` says:
+  sticky.partitioning.linger.ms), with the producer settings in `config`.
   Timed from the first produce call until every delivery report arrived; `started` and
   `ended` give those two moments on the wall clock, so several producers make one
   aggregate span.
