@@ -118,7 +118,9 @@ def test_kill_9_under_acks_all_load_loses_nothing_acknowledged(martlet_process) 
     producer = ContinuousProducer(broker.bootstrap, topic, {
         "acks": "all",
         "enable.idempotence": False,
-        "max.in.flight.requests.per.connection": 1,  # keeps produce order across retries
+        # keeps produce order across the restart's retries: a lost connection fails the
+        # queued request with the one in flight (an error answer would not, test_hdfs_store)
+        "max.in.flight.requests.per.connection": 1,
         "linger.ms": 5,
         "batch.size": 64 * 1024,
         "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000),
