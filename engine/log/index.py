@@ -1,9 +1,9 @@
 """Sparse indexes of one segment: offset -> file position, and timestamp -> offset.
 
 Both are files of fixed-size big-endian entries whose two columns strictly increase
-(see segment.py for the layout). Entries live in memory as two arrays; a file only ever
-grows by whole entries, except that a crash may leave a partial last entry, which
-`from_bytes` refuses so the segment rebuilds the index from its log.
+(see segment.py for the layout). Entries live in memory as two arrays; a segment writes its
+index files whole when it is sealed (atomically, so a file is never torn), and recovery
+checks them against the log and rebuilds what is missing or wrong.
 """
 
 import struct
@@ -11,7 +11,8 @@ from array import array
 from bisect import bisect_left, bisect_right
 from typing import Self
 
-from ..store import AppendFile, Store
+from ..store import Store
+from ..store.atomic import write_atomically
 
 
 class IndexInvalid(Exception):
@@ -19,7 +20,7 @@ class IndexInvalid(Exception):
 
 
 class SparseIndex:
-    """Entries (key, value), both strictly increasing, backed by an append-only file."""
+    """Entries (key, value), both strictly increasing, in memory; `save` writes them whole."""
 
     entry: struct.Struct
     key_code: str
@@ -28,8 +29,7 @@ class SparseIndex:
     def __init__(self) -> None:
         self.keys = array(self.key_code)
         self.values = array(self.value_code)
-        self._file: AppendFile | None = None
-        self._unwritten: list[bytes] = []  # entries appended since the last write_out
+        self.saved = 0  # how many entries the store's file holds (as read, or last written)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
@@ -38,6 +38,7 @@ class SparseIndex:
         index = cls()
         for key, value in cls.entry.iter_unpack(data):
             index.add(key, value)
+        index.saved = len(index)
         return index
 
     def to_bytes(self) -> bytes:
@@ -53,14 +54,6 @@ class SparseIndex:
         self.keys.append(key)
         self.values.append(value)
 
-    def append(self, key: int, value: int) -> None:
-        """Add an entry; when the file is open it is written by the next write_out (an
-        index being rebuilt lives only in memory until it is written whole). Entries are
-        written in groups because each write may cost a round trip (HDFS)."""
-        self.add(key, value)
-        if self._file is not None:
-            self._unwritten.append(self.entry.pack(key, value))
-
     def floor(self, key: int) -> tuple[int, int] | None:
         """The last entry whose key is <= `key`."""
         return self._entry(bisect_right(self.keys, key) - 1)
@@ -75,33 +68,14 @@ class SparseIndex:
     def last(self) -> tuple[int, int] | None:
         return self._entry(len(self.keys) - 1)
 
-    def open(self, store: Store, path: str) -> None:
-        self._file = store.open_append(path)
-        assert self._file.size == len(self) * self.entry.size, f"{path} does not match its entries"
-
-    def write_out(self) -> None:
-        """Hand the entries appended since the last call to the file (not fsynced: an index
-        is derived data, and recovery checks it against the log)."""
-        if self._file is not None and self._unwritten:
-            self._file.write(b"".join(self._unwritten))
-            self._unwritten.clear()
-
-    def sync(self) -> None:
-        if self._file is not None:
-            self.write_out()
-            self._file.sync()
-
-    def close(self) -> None:
-        if self._file is not None:
-            self.write_out()
-            self._file.close()
-            self._file = None
-
-    def abandon(self) -> None:
-        if self._file is not None:
-            self._file.abandon()
-            self._file = None
-        self._unwritten.clear()
+    def save(self, store: Store, path: str) -> None:
+        """Write the whole index to `path` (atomically): when its segment is sealed. While a
+        segment takes appends its indexes live in memory only (recovery rebuilds them for
+        the last segment), so a partition holds one open file, and a commit syncs only that.
+        Nothing is written when the file already holds every entry."""
+        if self.saved != len(self):
+            write_atomically(store, path, self.to_bytes())
+            self.saved = len(self)
 
 
 class OffsetIndex(SparseIndex):

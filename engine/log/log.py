@@ -120,8 +120,6 @@ class PartitionLog:
             self.producer_state.update(header)
         if sync:
             self.flush()
-        else:
-            self._active.write_out()
 
     def _should_roll(self, header: BatchHeader, unwritten_bytes: int = 0) -> bool:
         active = self._active
@@ -256,7 +254,7 @@ class PartitionLog:
     # -- durability ------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Make every appended batch durable (fsync the active segment and its indexes)."""
+        """Make every appended batch durable (sync the active segment's log)."""
         self._active.flush()
 
     def abandon(self) -> None:

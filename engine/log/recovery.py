@@ -153,6 +153,7 @@ def _rebuild(store: Store, directory: str, base: int, config: LogConfig,
 def _rewrite_indexes(segment: Segment, deferred: list[tuple[str, bytes]] | None) -> None:
     files = [(segment.index_path, segment.offset_index.to_bytes()),
              (segment.time_index_path, segment.time_index.to_bytes())]
+    segment.offset_index.saved, segment.time_index.saved = len(segment.offset_index), len(segment.time_index)
     if deferred is not None:
         deferred.extend(files)
         return

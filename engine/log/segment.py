@@ -26,8 +26,11 @@ Invariants:
   being active, an entry (M, R) is added if the running max timestamp M grew; R is the relative
   base offset of the first batch holding M. Every batch before R has max_timestamp <= M, so a
   search for timestamp T scans forward from the last entry with M < T.
-- Both index columns strictly increase. Indexes are derived data: recovery rebuilds them
-  from the log whenever they are missing or disagree with it.
+- Both index columns strictly increase. Indexes are derived data: the active segment keeps
+  them in memory and writes them whole when it is sealed (a roll or a clean close), so a
+  partition has one file open for writing and a commit syncs only its log; recovery rebuilds
+  them from the log whenever they are missing or disagree with it (the last segment after a
+  crash always).
 """
 
 from collections.abc import Iterator, Sequence
@@ -73,46 +76,35 @@ class Segment:
         return offset_file(self.directory, self.base_offset, TIME_INDEX_SUFFIX)
 
     def open_for_append(self) -> None:
-        """Open the log and index files for appending (only the active segment is open)."""
+        """Open the log file for appending (only the active segment is open; its indexes
+        live in memory until it is sealed)."""
         self._log = self.store.open_append(self.log_path)
         assert self._log.size == self.size_bytes, f"{self.log_path} changed under us"
-        self.offset_index.open(self.store, self.index_path)
-        self.time_index.open(self.store, self.time_index_path)
 
     def flush(self) -> None:
-        """Make the log durable and hand the new index entries over (indexes are fsynced
-        only when sealed: recovery rebuilds whatever they lack)."""
+        """Make the log durable."""
         if self._log is not None:
             self._log.sync()
-        self.write_out()
-
-    def write_out(self) -> None:
-        """Hand the index entries added since the last call to the store."""
-        self.offset_index.write_out()
-        self.time_index.write_out()
 
     def seal(self) -> None:
-        """Finish the time index, make everything durable and close the files."""
+        """Finish the time index, make the log durable, write both indexes whole and close
+        the log."""
         self._index_max_timestamp()
         self.flush()
-        self.offset_index.sync()
-        self.time_index.sync()
+        self.offset_index.save(self.store, self.index_path)
+        self.time_index.save(self.store, self.time_index_path)
         self.close()
 
     def close(self) -> None:
         if self._log is not None:
             self._log.close()
             self._log = None
-        self.offset_index.close()
-        self.time_index.close()
 
     def abandon(self) -> None:
-        """Let go of the open files without closing them (see AppendFile.abandon)."""
+        """Let go of the open log file without closing it (see AppendFile.abandon)."""
         if self._log is not None:
             self._log.abandon()
             self._log = None
-        self.offset_index.abandon()
-        self.time_index.abandon()
 
     def delete(self) -> None:
         self.close()
@@ -143,7 +135,7 @@ class Segment:
         Shared by append and recovery so both build identical indexes."""
         indexed = position - self.indexed_position >= self.config.index_interval_bytes
         if indexed:
-            self.offset_index.append(header.base_offset - self.base_offset, position)
+            self.offset_index.add(header.base_offset - self.base_offset, position)
             self.indexed_position = position
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp = header.max_timestamp
@@ -156,7 +148,7 @@ class Segment:
     def _index_max_timestamp(self) -> None:
         last = self.time_index.last()
         if self.max_timestamp >= 0 and (last is None or self.max_timestamp > last[0]):
-            self.time_index.append(self.max_timestamp, self.max_timestamp_offset - self.base_offset)
+            self.time_index.add(self.max_timestamp, self.max_timestamp_offset - self.base_offset)
 
     # -- reading -------------------------------------------------------------------------
 
