@@ -13,6 +13,10 @@ What each call gives, and why:
   `read` of bytes past that point, on a file this store itself has open, closes the HDFS
   writer first, and the next `write` reopens the file for append (about 30 ms per cycle on a
   test cluster). Another process cannot read an open file's unfinished last block.
+- `read` keeps a reader per file (the most recently read READERS_KEPT of them): opening one
+  asks the NameNode for the block locations, which cost more than a block-sized read itself.
+  A read past a kept reader's end opens a new one (the file may have grown); this store's
+  own truncate, rename, delete and take-over drop the readers of what they changed.
 - `truncate`: hdfs-native has no truncate. The kept prefix is copied to a sibling file,
   hsynced, closed and renamed over the original (HDFS rename with OVERWRITE replaces the
   destination atomically on the NameNode), so a crash leaves the old or the new file,
@@ -49,7 +53,9 @@ from __future__ import annotations
 
 import functools
 import posixpath
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TypeVar, cast
 
@@ -61,6 +67,7 @@ from .base import check_path
 COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
 LEASE_RECOVERY_S = 120.0  # longest open_append waits for the NameNode to recover a lease
 LEASE_POLL_S = 0.1
+READERS_KEPT = 256  # files whose readers are kept open (one NameNode call saved per read)
 _ABANDONED: list[FileWriter] = []  # broken writers, kept so that nothing closes or drops them
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -152,6 +159,8 @@ class HdfsStore:
             weakref.WeakValueDictionary()
         )
         self._settled: set[str] = set()  # paths known closed since this store last opened them
+        self._readers: OrderedDict[str, FileReader] = OrderedDict()  # most recently read last
+        self._readers_lock = threading.Lock()  # reads come from several worker threads
         if not read_only:
             self._client.mkdirs(self.root, create_parent=True)
 
@@ -208,11 +217,34 @@ class HdfsStore:
     @_os_errors
     def read(self, path: str, offset: int, length: int) -> bytes:
         hdfs_path = self._hdfs_path(path)
-        reader = self._client.read(hdfs_path)
-        if offset + length > reader.size and not self.read_only:
-            reader = self._whole_reader(hdfs_path)
+        reader = self._kept_reader(hdfs_path)
+        if reader is None or offset + length > reader.size:  # the file may have grown since
+            reader = self._client.read(hdfs_path)
+            if offset + length > reader.size and not self.read_only:
+                reader = self._whole_reader(hdfs_path)
+            self._keep_reader(hdfs_path, reader)
         count = min(length, reader.size - offset)  # reading past the end panics in hdfs-native
         return reader.read_range(offset, count) if count > 0 else b""
+
+    def _kept_reader(self, hdfs_path: str) -> FileReader | None:
+        with self._readers_lock:
+            reader = self._readers.get(hdfs_path)
+            if reader is not None:
+                self._readers.move_to_end(hdfs_path)
+            return reader
+
+    def _keep_reader(self, hdfs_path: str, reader: FileReader) -> None:
+        """Keep a file's reader for its next reads: opening one asks the NameNode where the
+        blocks are, which cost more than the read itself for a cold consumer's block-sized
+        reads. Not in read-only mode: another process may replace a file (truncate renames
+        a copy over it), and only this store's own rename or delete drops a kept reader."""
+        if self.read_only:
+            return
+        with self._readers_lock:
+            self._readers[hdfs_path] = reader
+            self._readers.move_to_end(hdfs_path)
+            while len(self._readers) > READERS_KEPT:
+                self._readers.popitem(last=False)
 
     @_os_errors
     def open_append(self, path: str) -> HdfsAppendFile:
@@ -274,6 +306,7 @@ class HdfsStore:
             self._clock.sleep(LEASE_POLL_S)  # the NameNode recovers them in the background
             waiting = [path for path in waiting if not self._recovered(path)]
         self._settled.update(paths)
+        self._drop_readers(hdfs_dir)  # other nodes may have replaced files since this one read them
 
     def _recovered(self, hdfs_path: str) -> bool:
         try:
@@ -300,6 +333,7 @@ class HdfsStore:
         finally:
             writer.close()
         self._client.rename(tmp_path, hdfs_path, overwrite=True)
+        self._drop_readers(hdfs_path)
 
     @_os_errors
     def rename(self, src: str, dst: str) -> None:
@@ -321,6 +355,14 @@ class HdfsStore:
         # list() copies in one step, so worker threads may add paths meanwhile
         self._settled.difference_update(
             [p for p in list(self._settled) if p == hdfs_path or p.startswith(inside)])
+        self._drop_readers(hdfs_path)
+
+    def _drop_readers(self, hdfs_path: str) -> None:
+        """Forget the kept readers of a path and of everything under it."""
+        inside = hdfs_path + "/"
+        with self._readers_lock:
+            for path in [p for p in self._readers if p == hdfs_path or p.startswith(inside)]:
+                del self._readers[path]
 
     @_os_errors
     def create_exclusive(self, path: str) -> bool:

@@ -118,6 +118,24 @@ def test_rename_replaces_the_destination(store):
     assert store.list("d") == ["old"]
 
 
+def test_reads_follow_a_file_that_grows_is_truncated_replaced_or_deleted(store):
+    """A store may keep what it learnt of a file between reads (HDFS keeps readers): every
+    change made through the store shows in the next read."""
+    store.mkdir("d")
+    write(store, "d/f", b"0123")
+    assert store.read("d/f", 0, 4) == b"0123"
+    write(store, "d/f", b"4567")  # appends
+    assert store.read("d/f", 2, 6) == b"234567"
+    store.truncate("d/f", 3)
+    assert store.read("d/f", 0, 10) == b"012"
+    write(store, "d/g", b"replaced")
+    store.rename("d/g", "d/f")
+    assert store.read("d/f", 0, 10) == b"replaced"
+    store.delete("d")
+    with pytest.raises(FileNotFoundError):
+        store.read("d/f", 0, 1)
+
+
 def test_rename_moves_a_directory(store):
     store.mkdir("a/inner")
     write(store, "a/inner/f", b"x")
