@@ -57,33 +57,58 @@ class CachedStore:
             return b""
         size = self.block_bytes
         first, last = offset // size, (offset + length - 1) // size
-        parts = []
-        for number in range(first, last + 1):
-            block = self._block(path, number)
-            parts.append(block)
-            if len(block) < size:
+        parts: list[bytes] = []
+        number = first
+        while number <= last:
+            cached = self._cached(path, number)
+            if cached is not None:
+                parts.append(cached)
+                number += 1
+                continue
+            missing = number + 1  # a run of missing blocks is read with one store call
+            while missing <= last and not self._holds(path, missing):
+                missing += 1
+            fetched = self._fetch(path, number, missing - number)
+            parts += fetched
+            if len(fetched) < missing - number or len(fetched[-1]) < size:
                 break  # end of file
+            number = missing
         data = parts[0] if len(parts) == 1 else b"".join(parts)
         start = offset - first * size
         return data[start : start + length]
 
-    def _block(self, path: str, number: int) -> bytes:
+    def _cached(self, path: str, number: int) -> bytes | None:
         key = (path, number)
-        now = self.monotonic()
         with self._lock:
             found = self._blocks.get(key)
-            if found is not None:
-                self._blocks[key] = (found[0], now)
-                self._blocks.move_to_end(key)
-                return found[0]
-        data = self.store.read(path, number * self.block_bytes, self.block_bytes)
-        if len(data) == self.block_bytes:
-            with self._lock:
-                if key not in self._blocks:
-                    self._blocks[key] = (data, now)
-                    self._held += len(data)
+            if found is None:
+                return None
+            self._blocks[key] = (found[0], self.monotonic())
+            self._blocks.move_to_end(key)
+            return found[0]
+
+    def _holds(self, path: str, number: int) -> bool:
+        with self._lock:
+            return (path, number) in self._blocks
+
+    def _fetch(self, path: str, number: int, count: int) -> list[bytes]:
+        """Blocks number .. number + count - 1 read with one store call (fewer at the end of
+        the file, the last one then short); the whole ones are kept."""
+        size = self.block_bytes
+        data = self.store.read(path, number * size, count * size)
+        blocks = [data[at : at + size] for at in range(0, len(data), size)] or [b""]
+        now = self.monotonic()
+        grew = False
+        with self._lock:
+            for i, block in enumerate(blocks):
+                key = (path, number + i)
+                if len(block) == size and key not in self._blocks:
+                    self._blocks[key] = (block, now)
+                    self._held += len(block)
+                    grew = True
+        if grew:
             self._on_grow()
-        return data
+        return blocks
 
     def _forget(self, prefix: str) -> None:
         with self._lock:

@@ -23,9 +23,16 @@ def filled(size: int) -> tuple[CountingStore, CachedStore, bytes]:
 def test_reads_are_served_from_whole_blocks_once_read():
     inner, cache, data = filled(4096)
     assert cache.read("f.log", 100, 2000) == data[100:2100]
-    assert inner.reads == 3 and cache.bytes_held == 3072  # blocks 0, 1 and 2
+    assert inner.reads == 1 and cache.bytes_held == 3072  # blocks 0, 1 and 2, in one store read
     assert cache.read("f.log", 1500, 400) == data[1500:1900]
-    assert inner.reads == 3  # whole blocks: served from memory
+    assert inner.reads == 1  # whole blocks: served from memory
+
+
+def test_each_run_of_missing_blocks_is_one_store_read():
+    inner, cache, data = filled(8192)
+    cache.read("f.log", 2048, 1)  # block 2 is kept
+    assert cache.read("f.log", 0, 8192) == data
+    assert inner.reads == 1 + 2  # blocks 0-1, then 3-7; block 2 from memory
 
 
 def test_a_partial_last_block_is_not_kept_and_sees_later_appends():
