@@ -46,11 +46,13 @@ def store_location(store: Store) -> str:
     return location(store)
 
 
-def hdfs_store(address: str, root: str, read_only: bool = False) -> Store:
+def hdfs_store(address: str, root: str, read_only: bool = False, settings: EngineSettings | None = None) -> Store:
     """A store on HDFS; the HDFS client is loaded only by the processes that use one."""
     from .store.hdfs import HdfsStore
 
-    return HdfsStore(address, root, read_only=read_only)
+    limits = settings or EngineSettings()
+    return HdfsStore(address, root, read_only=read_only, writers_max=limits.hdfs_writers_max,
+                     writer_idle_s=limits.hdfs_writer_idle_ms / 1000)
 
 
 def cluster_member(zookeeper: str, session_ms: int) -> ZooKeeperCluster:

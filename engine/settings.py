@@ -29,3 +29,5 @@ class EngineSettings:
     read_threads: int = 2                       # reads from the store running at once
     drain_ms: int = 30_000                      # a graceful stop waits this long for persisting
     checkpoint_publish_ms: int = 1000           # a partition's C is published for outside readers at most this often
+    hdfs_writers_max: int = 2000                # HDFS files open for writing at once (DataNode pipelines)
+    hdfs_writer_idle_ms: int = 60_000           # an HDFS file not written this long is closed

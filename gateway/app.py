@@ -7,7 +7,7 @@ import logging
 import os
 from dataclasses import replace
 
-from ..engine.api import Engine, LocalStore, Store, cluster_member, hdfs_store
+from ..engine.api import Engine, EngineSettings, LocalStore, Store, cluster_member, hdfs_store
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
@@ -27,7 +27,7 @@ class Broker:
         os.makedirs(config.data_dir, exist_ok=True)
         local = LocalStore(config.data_dir)
         self._lock = local.lock(LOCK_PATH)
-        self.store: Store = local if config.store is None else _hdfs_store(config.store)
+        self.store: Store = local if config.store is None else _hdfs_store(config.store, config.engine)
         # In a cluster the ZooKeeper view decides what this broker serves; else it serves everything.
         self.member = None if config.zookeeper is None else cluster_member(config.zookeeper,
                                                                            config.zookeeper_session_ms)
@@ -84,10 +84,10 @@ def _advertise(settings: GatewaySettings, advertised: str | None, bound: tuple[s
     return replace(settings, advertised_host=host, advertised_port=port)
 
 
-def _hdfs_store(url: str) -> Store:
+def _hdfs_store(url: str, settings: EngineSettings) -> Store:
     address, root = split_hdfs_url(url)
     try:
-        return hdfs_store(address, root)
+        return hdfs_store(address, root, settings=settings)
     except Exception as error:  # hdfs-native reports an unreachable NameNode as RuntimeError
         raise OSError(f"cannot use HDFS store {url}: {error}") from None
 

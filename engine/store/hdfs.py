@@ -52,11 +52,13 @@ other NameNode errors; the latter are re-raised as OSError so callers see one fa
 from __future__ import annotations
 
 import functools
+import logging
 import posixpath
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar, cast
 
 from hdfs_native import Client, FileReader, FileWriter, WriteOptions
@@ -65,8 +67,13 @@ from ..clock import Clock, SystemClock
 from .base import check_path
 
 COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
+logger = logging.getLogger(__name__)
 LEASE_RECOVERY_S = 120.0  # longest open_append waits for the NameNode to recover a lease
 LEASE_POLL_S = 0.1
+WRITERS_MAX = 2000  # open HDFS writers; a DataNode serves 4,096 pipelines by default, for all clients
+WRITER_IDLE_S = 60.0  # an HDFS writer unused this long is closed
+CLOSING_THREADS = 8  # idle writers closed at once (each close mostly waits for the NameNode)
+SWEEP_S = 1.0
 READERS_KEPT = 256  # files whose readers are kept open (one NameNode call saved per read)
 _ABANDONED: list[FileWriter] = []  # broken writers, kept so that nothing closes or drops them
 
@@ -89,12 +96,20 @@ def _os_errors(method: F) -> F:
 
 
 class HdfsAppendFile:
-    def __init__(self, client: Client, hdfs_path: str, writer: FileWriter, size: int) -> None:
+    """One file open for appending. Its HDFS writer may be released between writes (the
+    store's OpenWriters closes idle ones) and is reopened by the next write; a lock keeps a
+    release from running into a write."""
+
+    def __init__(self, client: Client, hdfs_path: str, writer: FileWriter, size: int,
+                 writers: OpenWriters) -> None:
         self._client = client
         self._path = hdfs_path
-        self._writer: FileWriter | None = writer  # None while released for a reader
+        self._writer: FileWriter | None = writer  # None while released
         self._size = size
         self._closed = False
+        self._lock = threading.Lock()
+        self._writers = writers
+        writers.used(self)
 
     @property
     def size(self) -> int:
@@ -104,27 +119,39 @@ class HdfsAppendFile:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def open(self) -> bool:
+        """Holds an HDFS writer (a DataNode pipeline) now."""
+        return self._writer is not None
+
     @_os_errors
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        assert not self._closed, "write after close"
-        try:
-            if self._writer is None:
-                self._writer = self._client.append(self._path)
-            self._writer.write(data)
-            self._writer.hsync()  # hand the bytes over now; also makes them durable
-        except BaseException:
-            self.abandon()
-            raise
-        self._size += len(data)
+        with self._lock:
+            assert not self._closed, "write after close"
+            try:
+                if self._writer is None:
+                    self._writer = self._client.append(self._path)
+                self._writer.write(data)
+                self._writer.hsync()  # hand the bytes over now; also makes them durable
+            except BaseException:
+                self._abandon()
+                raise
+            self._size += len(data)
+        self._writers.used(self)
 
     def abandon(self) -> None:
         """Never close a writer whose pipeline failed: hdfs-native would complete the file
         at the length that writer knows, which can be 0. The writer object is kept alive
         (so it is not dropped either) and the file is left to lease recovery."""
+        with self._lock:
+            self._abandon()
+
+    def _abandon(self) -> None:
         self._closed = True
         if self._writer is not None:
             _ABANDONED.append(self._writer)
             self._writer = None
+        self._writers.gone(self)
 
     def sync(self) -> None:
         assert not self._closed, "sync after close"
@@ -132,22 +159,96 @@ class HdfsAppendFile:
 
     @_os_errors
     def close(self) -> None:
-        self._closed = True
-        self.release()
+        with self._lock:
+            self._closed = True
+            self._release()
+        self._writers.gone(self)
 
     @_os_errors
     def release(self) -> None:
-        """Close the HDFS writer so readers see every byte written (see the module header);
-        the next write reopens the file for append."""
+        """Close the HDFS writer (readers then see every byte written, see the module
+        header, and the DataNode frees its pipeline); the next write reopens the file for
+        append."""
+        with self._lock:
+            self._release()
+        self._writers.gone(self)
+
+    def _release(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()
 
 
+class OpenWriters:
+    """Bounds the HDFS writers a store holds open: each is a pipeline to a DataNode, and a
+    DataNode serves at most dfs.datanode.max.transfer.threads of them (4,096 by default) for
+    every client together. A writer unused for `idle_s` is closed, and beyond `most` open
+    writers the least recently used are closed, by a thread of their own (closing a file on
+    HDFS waits for the NameNode to complete its last block, about half a second); the next
+    write reopens the file for append (tens of milliseconds)."""
+
+    def __init__(self, most: int, idle_s: float, clock: Clock) -> None:
+        self.most = most
+        self.idle_s = idle_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._files: OrderedDict[HdfsAppendFile, float] = OrderedDict()  # least recently used first
+        self._closing = ThreadPoolExecutor(CLOSING_THREADS, "martlet-hdfs-close")
+        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()
+
+    def used(self, file: HdfsAppendFile) -> None:
+        with self._lock:
+            self._files[file] = self._clock.monotonic()
+            self._files.move_to_end(file)
+            over = len(self._files) > self.most
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="martlet-hdfs-writers", daemon=True)
+                self._thread.start()
+        if over:
+            self._wake.set()
+
+    def gone(self, file: HdfsAppendFile) -> None:
+        with self._lock:
+            self._files.pop(file, None)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._files)
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(SWEEP_S)  # a periodic sweep; an excess of writers wakes it at once
+            self._wake.clear()
+            for file in self._to_close():
+                self._closing.submit(self._close_quietly, file)
+
+    def _to_close(self) -> list[HdfsAppendFile]:
+        """The idle writers and the least recently used beyond `most`, taken off the list."""
+        now = self._clock.monotonic()
+        with self._lock:
+            chosen: list[HdfsAppendFile] = []
+            for file, used in self._files.items():
+                if now - used < self.idle_s and len(self._files) - len(chosen) <= self.most:
+                    break
+                chosen.append(file)
+            for file in chosen:
+                del self._files[file]
+            return chosen
+
+    @staticmethod
+    def _close_quietly(file: HdfsAppendFile) -> None:
+        try:
+            file.release()
+        except OSError as error:  # the next write finds out again, and its flush retries
+            logger.warning("closing an idle HDFS writer of %s failed: %s", file._path, error)
+
+
 class HdfsStore:
     slow_writes = True
 
-    def __init__(self, url: str, root: str, read_only: bool = False, clock: Clock | None = None) -> None:
+    def __init__(self, url: str, root: str, read_only: bool = False, clock: Clock | None = None,
+                 writers_max: int = WRITERS_MAX, writer_idle_s: float = WRITER_IDLE_S) -> None:
         if not root.startswith("/"):
             raise ValueError(f"HDFS root must be absolute: {root!r}")
         self.url = url
@@ -159,6 +260,7 @@ class HdfsStore:
             weakref.WeakValueDictionary()
         )
         self._settled: set[str] = set()  # paths known closed since this store last opened them
+        self.open_writers = OpenWriters(writers_max, writer_idle_s, self._clock)
         self._readers: OrderedDict[str, FileReader] = OrderedDict()  # most recently read last
         self._readers_lock = threading.Lock()  # reads come from several worker threads
         if not read_only:
@@ -259,7 +361,7 @@ class HdfsStore:
                 raise IsADirectoryError(path)
             writer = self._append(hdfs_path)
             size = int(self._client.get_file_info(hdfs_path).length)
-        file = HdfsAppendFile(self._client, hdfs_path, writer, size)
+        file = HdfsAppendFile(self._client, hdfs_path, writer, size, self.open_writers)
         self._writers[hdfs_path] = file
         self._settled.discard(hdfs_path)  # open again: a writer that breaks leaves it open
         return file

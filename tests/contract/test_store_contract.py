@@ -286,3 +286,36 @@ def test_hdfs_a_killed_writers_unsynced_bytes_are_settled_before_the_size_is_giv
     file.write(b"after")
     file.close()
     assert store.read("d/log", size, 100) == b"after"
+
+
+@pytest.mark.java
+def test_hdfs_closes_the_least_recently_written_files_beyond_its_limit_and_idle_ones(reference_hdfs):
+    """Each file open for writing holds a DataNode pipeline: beyond `writers_max` the least
+    recently written are closed, and so is every file idle for `writer_idle_s`; the next
+    write reopens a closed one, and nothing written is lost."""
+    store = HdfsStore(reference_hdfs.url, f"/writers/{uuid.uuid4().hex}", writers_max=2, writer_idle_s=3600)
+    store.mkdir("d")
+    files = [store.open_append(f"d/{i}") for i in range(5)]
+    for i, file in enumerate(files):
+        file.write(f"first {i};".encode())
+    wait_until(lambda: store.open_writers.count() <= 2, "the writers beyond the limit to close")
+    assert [file.open for file in files] == [False, False, False, True, True]
+    files[0].write(b"again;")  # reopened for append
+    assert files[0].open
+    idle = HdfsStore(reference_hdfs.url, store.root, writer_idle_s=0.5)
+    late = idle.open_append("d/late")
+    late.write(b"late;")
+    wait_until(lambda: not late.open, "the idle writer to close")
+    assert idle.open_writers.count() == 0
+    for file in files:
+        file.close()
+    assert store.read("d/0", 0, 100) == b"first 0;again;"
+    assert [store.read(f"d/{i}", 0, 100) for i in range(1, 5)] == [f"first {i};".encode() for i in range(1, 5)]
+    assert idle.read("d/late", 0, 100) == b"late;"
+
+
+def wait_until(condition, what: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)  # polling state another thread changes; bounded by the deadline
