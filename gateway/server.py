@@ -1,9 +1,13 @@
 """The only socket code: accept connections, read frames, answer them in order.
 
 Requests on one connection are handled one at a time, as Kafka does (it mutes a channel
-until its response is sent), which keeps answers in request order. Reading goes on while a
-request is handled, up to READ_AHEAD_BYTES of whole frames; then the connection stops
-reading until the queue drains. A peer that sends something that is not a Kafka request is
+until its response is sent), which keeps answers in request order. One exception: a produce
+request that has appended its batches and only waits for C lets the connection go on to the
+next request (gateway/ordering.py); its answer is written by the connection's answer writer,
+which writes answers strictly in request order, and any other kind of request waits until
+every earlier answer is out. At most PIPELINED_MAX answers wait per connection. Reading goes
+on while a request is handled, up to READ_AHEAD_BYTES of whole frames; then the connection
+stops reading until the queue drains. A peer that sends something that is not a Kafka request is
 disconnected with one log line; other connections are unaffected.
 
 Each connection is an asyncio BufferedProtocol: the socket reads straight into the buffers
@@ -17,11 +21,15 @@ import collections
 import logging
 
 from .dispatch import Dispatcher
+from .ordering import handled_with
 from .protocol.codec import ProtocolError
+from .protocol.fetch_wire import Buffers
 from .protocol.framing import FrameError, FrameReader
 
 logger = logging.getLogger(__name__)
 READ_AHEAD_BYTES = 4 << 20  # whole frames read but not yet handled, per connection
+PIPELINED_MAX = 32  # produce requests waiting for C, per connection
+PRODUCE_KEY = 0
 
 
 class Server:
@@ -66,6 +74,8 @@ class Connection(asyncio.BufferedProtocol):
         self._reading_paused = False
         self._ended = False  # EOF or connection lost: no more frames will come
         self._lost = False
+        self._answering: collections.deque[asyncio.Task[Buffers | None]] = collections.deque()  # in request order
+        self._writer: asyncio.Task[None] | None = None  # writes the answers of _answering
 
     # -- protocol callbacks (the event loop calls these) ----------------------------------
 
@@ -127,10 +137,8 @@ class Connection(asyncio.BufferedProtocol):
     async def _serve(self) -> None:
         try:
             while (frame := await self._next_frame()) is not None:
-                response = await self.server.dispatcher.handle(frame, self.client_host)
-                if response is not None and self.transport is not None and not self.transport.is_closing():
-                    self.transport.writelines(response)  # records go out without being joined
-                    await self._writable.wait()
+                await self._take(frame)
+            await self._written()
             if self.reader.pending_bytes:
                 logger.warning("closing connection from %s: it ended inside a frame (%d bytes pending)",
                             self.peer, self.reader.pending_bytes)
@@ -143,11 +151,68 @@ class Connection(asyncio.BufferedProtocol):
         except Exception:
             logger.exception("closing connection from %s after an internal error", self.peer)
         finally:
+            self._stop_answering()
             if self.transport is not None:
                 self.transport.close()
 
+    async def _take(self, frame: bytearray) -> None:
+        if _api_key(frame) == PRODUCE_KEY:
+            await self._start(frame)
+        else:
+            await self._written()
+            self._write(await self.server.dispatcher.handle(frame, self.client_host))
+            await self._writable.wait()
+
+    def _stop_answering(self) -> None:
+        for task in self._answering:
+            task.cancel()
+        if self._writer is not None:
+            self._writer.cancel()
+
+    async def _start(self, frame: bytearray) -> None:
+        """Hand a produce request over and return once it has appended (or is answered);
+        its answer is written in turn by the writer."""
+        loop = asyncio.get_running_loop()
+        released: asyncio.Future[None] = loop.create_future()
+        task = loop.create_task(self._handle(frame, released))
+        self._answering.append(task)
+        if self._writer is None or self._writer.done():
+            self._writer = loop.create_task(self._write_answers())
+            self._writer.add_done_callback(lambda _: self._arrived.set())  # a failure ends the wait for frames
+        await asyncio.wait((task, released), return_when=asyncio.FIRST_COMPLETED)
+        while len(self._answering) > PIPELINED_MAX and not self._writer.done():
+            await asyncio.wait((self._writer, self._answering[0]), return_when=asyncio.FIRST_COMPLETED)
+        if self._writer.done():
+            self._writer.result()  # the writer failed: raise its error here
+
+    async def _handle(self, frame: bytearray, released: asyncio.Future[None]) -> Buffers | None:
+        def release() -> None:
+            if not released.done():
+                released.set_result(None)
+
+        handled_with(release)
+        return await self.server.dispatcher.handle(frame, self.client_host)
+
+    async def _write_answers(self) -> None:
+        while self._answering:
+            answer = await self._answering[0]
+            self._answering.popleft()
+            self._write(answer)
+            await self._writable.wait()
+
+    async def _written(self) -> None:
+        """Return once every answer handed to the writer is written (raise its error)."""
+        if self._writer is not None:
+            await self._writer
+
+    def _write(self, response: Buffers | None) -> None:
+        if response is not None and self.transport is not None and not self.transport.is_closing():
+            self.transport.writelines(response)  # records go out without being joined
+
     async def _next_frame(self) -> bytearray | None:
         while not self.frames or self._lost:
+            if self._writer is not None and self._writer.done() and not self._writer.cancelled():
+                self._writer.result()  # an answer failed: its error ends the connection now
             if self._ended:
                 return None
             self._arrived.clear()
@@ -158,3 +223,8 @@ class Connection(asyncio.BufferedProtocol):
             self._reading_paused = False
             self.transport.resume_reading()
         return frame
+
+
+def _api_key(frame: bytearray) -> int:
+    """The request's api key (the first two bytes of its header); -1 for a runt frame."""
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1

@@ -8,6 +8,8 @@
   before timeout_ms, see _answer_within.)
 - A partition this node is opening (a cluster just moved it here) is waited for, up to
   timeout_ms, rather than refused: see Partitions.wait_opened.
+- Once its batches are appended, the request lets its connection go on to the next one
+  while it waits for C (gateway/ordering.py); answers still leave in request order.
 - When unpersisted data fills the memory budget, the request waits for room before anything
   is appended (the connection reads nothing more meanwhile), and the answer reports the
   wait as throttle_time_ms. If no room appears within timeout_ms, nothing is appended and
@@ -27,6 +29,7 @@ from ...records.header import stamp_log_append_time
 from ...records.validate import validate_produced
 from ..context import Context
 from ..mapping import batch_code, error_code
+from ..ordering import next_request_may_start
 from ..protocol.answers import (
     PartitionProduceAnswer,
     ProduceAnswer,
@@ -63,6 +66,7 @@ async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) 
                 await ctx.partitions.wait_opened(named, max(timeout_s - (time.monotonic() - started), 0.001))
             waits: list[asyncio.Task[None]] = []
             responses = [_topic(ctx, request, topic, waits) for topic in request.topic_data]
+            next_request_may_start()  # appended: only the wait for C is left
             if waits:
                 await asyncio.wait(waits, timeout=max(timeout_s - (time.monotonic() - started), 0.001))
                 for task in waits:

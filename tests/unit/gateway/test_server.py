@@ -1,0 +1,105 @@
+"""The connection's request order (gateway/server.py) with a stand-in dispatcher: a produce
+request that has appended lets the next request start, and answers still leave in request
+order; a produce request that has not (waiting for room in memory) holds the connection."""
+
+import asyncio
+import struct
+
+from martlet.gateway.ordering import next_request_may_start
+from martlet.gateway.server import Server
+
+WAIT_S = 10.0
+PRODUCE, METADATA = 0, 3
+
+
+class Dispatcher:
+    """Frames are (api key, request id); a produce request appends (says so, unless told it
+    waits for room) and then waits for the test to release it."""
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+        self.release: dict[int, asyncio.Event] = {}
+        self.waits_for_room: set[int] = set()
+        self.progress = asyncio.Event()
+
+    async def handle(self, frame: bytearray, client_host: str = "") -> list[bytes]:
+        key, request = struct.unpack(">hh", frame[:4])
+        self.started.append(request)
+        self.progress.set()
+        if key == PRODUCE:
+            if request not in self.waits_for_room:
+                next_request_may_start()
+            await self.release.setdefault(request, asyncio.Event()).wait()
+        return [struct.pack(">ih", 2, request)]
+
+
+async def until(condition, dispatcher: Dispatcher) -> None:
+    async def wait() -> None:
+        while not condition():
+            dispatcher.progress.clear()
+            await dispatcher.progress.wait()
+
+    await asyncio.wait_for(wait(), WAIT_S)
+
+
+async def serving(dispatcher: Dispatcher):
+    server = Server(dispatcher, 1 << 20)  # type: ignore[arg-type]
+    host, port = await server.start("127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection(host, port)
+    return server, reader, writer
+
+
+def send(writer: asyncio.StreamWriter, key: int, request: int) -> None:
+    writer.write(struct.pack(">ihhi", 8, key, request, 0))  # a frame holds at least a request header
+
+
+async def answers(reader: asyncio.StreamReader, count: int) -> list[int]:
+    got = []
+    for _ in range(count):
+        data = await asyncio.wait_for(reader.readexactly(6), WAIT_S)
+        got.append(struct.unpack(">ih", data)[1])
+    return got
+
+
+def test_appended_produce_requests_let_the_next_start_and_answers_keep_request_order():
+    async def scenario() -> None:
+        dispatcher = Dispatcher()
+        server, reader, writer = await serving(dispatcher)
+        try:
+            send(writer, PRODUCE, 1)
+            send(writer, PRODUCE, 2)
+            send(writer, METADATA, 3)
+            await until(lambda: dispatcher.started == [1, 2], dispatcher)  # 2 started while 1 waits
+            dispatcher.release.setdefault(2, asyncio.Event()).set()  # 2 is done before 1
+            await asyncio.sleep(0)
+            assert dispatcher.started == [1, 2]  # metadata waits for every earlier answer
+            dispatcher.release[1].set()
+            assert await answers(reader, 3) == [1, 2, 3]
+        finally:
+            writer.close()
+            await server.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_produce_request_waiting_before_it_appends_holds_the_connection():
+    async def scenario() -> None:
+        dispatcher = Dispatcher()
+        dispatcher.waits_for_room.add(1)
+        server, reader, writer = await serving(dispatcher)
+        try:
+            send(writer, PRODUCE, 1)
+            send(writer, PRODUCE, 2)
+            await until(lambda: dispatcher.started == [1], dispatcher)
+            for _ in range(10):
+                await asyncio.sleep(0)  # let the connection run: it must not start request 2
+            assert dispatcher.started == [1]
+            dispatcher.release.setdefault(1, asyncio.Event()).set()
+            await until(lambda: dispatcher.started == [1, 2], dispatcher)
+            dispatcher.release.setdefault(2, asyncio.Event()).set()
+            assert await answers(reader, 2) == [1, 2]
+        finally:
+            writer.close()
+            await server.stop()
+
+    asyncio.run(scenario())
