@@ -5,7 +5,9 @@ until its response is sent), which keeps answers in request order. One exception
 request that has appended its batches and only waits for C lets the connection go on to the
 next request (gateway/ordering.py); its answer is written by the connection's answer writer,
 which writes answers strictly in request order, and any other kind of request waits until
-every earlier answer is out. At most PIPELINED_MAX answers wait per connection. Reading goes
+every earlier answer is out. At most PIPELINED_MAX answers wait per connection. A produce
+request that has not appended yet when the peer goes away (it waits for room in memory) is
+dropped: its producer resends it on a new connection, and appending both would store it twice. Reading goes
 on while a request is handled, up to READ_AHEAD_BYTES of whole frames; then the connection
 stops reading until the queue drains. A peer that sends something that is not a Kafka request is
 disconnected with one log line; other connections are unaffected.
@@ -76,6 +78,7 @@ class Connection(asyncio.BufferedProtocol):
         self._lost = False
         self._answering: collections.deque[asyncio.Task[Buffers | None]] = collections.deque()  # in request order
         self._writer: asyncio.Task[None] | None = None  # writes the answers of _answering
+        self._waiting: asyncio.Task[Buffers | None] | None = None  # the produce that has not appended yet
 
     # -- protocol callbacks (the event loop calls these) ----------------------------------
 
@@ -133,6 +136,8 @@ class Connection(asyncio.BufferedProtocol):
     def _end(self) -> None:
         self._ended = True
         self._arrived.set()
+        if self._waiting is not None:  # a produce that has not appended yet (waiting for room)
+            self._waiting.cancel()  # appends nothing now: its producer resends it elsewhere
 
     async def _serve(self) -> None:
         try:
@@ -179,7 +184,11 @@ class Connection(asyncio.BufferedProtocol):
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write_answers())
             self._writer.add_done_callback(lambda _: self._arrived.set())  # a failure ends the wait for frames
-        await asyncio.wait((task, released), return_when=asyncio.FIRST_COMPLETED)
+        self._waiting = task
+        try:
+            await asyncio.wait((task, released), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._waiting = None
         while len(self._answering) > PIPELINED_MAX and not self._writer.done():
             await asyncio.wait((self._writer, self._answering[0]), return_when=asyncio.FIRST_COMPLETED)
         if self._writer.done():

@@ -21,6 +21,7 @@ class Dispatcher:
         self.release: dict[int, asyncio.Event] = {}
         self.waits_for_room: set[int] = set()
         self.progress = asyncio.Event()
+        self.cancelled: list[int] = []
 
     async def handle(self, frame: bytearray, client_host: str = "") -> list[bytes]:
         key, request = struct.unpack(">hh", frame[:4])
@@ -29,7 +30,12 @@ class Dispatcher:
         if key == PRODUCE:
             if request not in self.waits_for_room:
                 next_request_may_start()
-            await self.release.setdefault(request, asyncio.Event()).wait()
+            try:
+                await self.release.setdefault(request, asyncio.Event()).wait()
+            except asyncio.CancelledError:
+                self.cancelled.append(request)
+                self.progress.set()
+                raise
         return [struct.pack(">ih", 2, request)]
 
 
@@ -100,6 +106,23 @@ def test_a_produce_request_waiting_before_it_appends_holds_the_connection():
             assert await answers(reader, 2) == [1, 2]
         finally:
             writer.close()
+            await server.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_produce_request_still_waiting_for_room_is_dropped_with_its_connection():
+    """Its producer resends it on another connection: appending it later would store it twice."""
+    async def scenario() -> None:
+        dispatcher = Dispatcher()
+        dispatcher.waits_for_room.add(1)
+        server, _, writer = await serving(dispatcher)
+        try:
+            send(writer, PRODUCE, 1)
+            await until(lambda: dispatcher.started == [1], dispatcher)
+            writer.close()
+            await until(lambda: dispatcher.cancelled == [1], dispatcher)
+        finally:
             await server.stop()
 
     asyncio.run(scenario())
