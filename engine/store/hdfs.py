@@ -129,12 +129,13 @@ class HdfsAppendFile:
         with self._lock:
             assert not self._closed, "write after close"
             try:
-                if self._writer is None:
-                    self._writer = self._client.append(self._path)
-                self._writer.write(data)
-                self._writer.hsync()  # hand the bytes over now; also makes them durable
+                writer = self._writer
+                if writer is None:
+                    writer = self._writer = self._client.append(self._path)
+                writer.write(data)
+                writer.hsync()  # hand the bytes over now; also makes them durable
             except BaseException:
-                self._abandon()
+                self.abandon()
                 raise
             self._size += len(data)
         self._writers.used(self)
@@ -142,11 +143,8 @@ class HdfsAppendFile:
     def abandon(self) -> None:
         """Never close a writer whose pipeline failed: hdfs-native would complete the file
         at the length that writer knows, which can be 0. The writer object is kept alive
-        (so it is not dropped either) and the file is left to lease recovery."""
-        with self._lock:
-            self._abandon()
-
-    def _abandon(self) -> None:
+        (so it is not dropped either) and the file is left to lease recovery. Takes no
+        lock: a write that hangs holds it, and abandoning is how the engine gives up on one."""
         self._closed = True
         if self._writer is not None:
             _ABANDONED.append(self._writer)
