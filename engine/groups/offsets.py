@@ -298,7 +298,15 @@ class OffsetStore:
     def append(self, batch: bytearray, header: BatchHeader) -> int:
         """Append one encoded change; the log's size after it."""
         log = self._open_log()
-        log.append(batch, header)
+        try:
+            log.append(batch, header)
+        except BaseException:
+            # The store failed the write (an HDFS writer whose pipeline failed is abandoned and
+            # takes no more writes): drop this log, so the next append reopens it, which cuts
+            # anything half written, as a partition's log is reopened after a failed flush.
+            self._log = None
+            log.abandon()
+            raise
         return log.size_bytes()
 
     def rewrite(self, state: LiveState) -> int:

@@ -4,12 +4,19 @@ For a consumer-protocol group (KIP-848) OffsetCommit v9's generation is the memb
 OffsetFetch v9 may name a member and its epoch; engine/groups/service.py checks both.
 
 Offsets are kept per topic id, so a deleted and re-created topic starts with none.
+
+A commit is answered once its offsets are written to the store, or after COMMIT_TIMEOUT_S
+(Kafka's offsets.commit.timeout.ms) with COORDINATOR_NOT_AVAILABLE: what Kafka's group
+coordinator answers when the write of a commit times out or fails. The Java consumer and
+librdkafka retry it (after looking the coordinator up again, which names this node), so a
+store outage delays commits instead of failing them. The timed out write still goes on and
+is applied when the store answers, as in Kafka.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_commit.v9.request import OffsetCommitRequest, OffsetCommitRequestPartition
@@ -33,8 +40,10 @@ from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from ..protocol.subscription import subscription_topics
 from .api import handles
+from .common import within
 
 METADATA_BYTES_MAX = 4096  # Kafka offset.metadata.max.bytes
+COMMIT_TIMEOUT_S = 5.0  # Kafka offsets.commit.timeout.ms
 CodeOf = Callable[[str, int], ErrorCode]
 
 
@@ -62,9 +71,20 @@ async def offset_commit(ctx: Context, header: RequestHeader, request: OffsetComm
                 value = CommittedOffset(p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                                         p.committed_metadata, now_ms, known.resource.uid.hex)
                 accepted.append((topic.name, known.resource.uid.hex, p.partition_index, value))
-    if accepted:
-        await groups.commit(request.group_id, accepted)
+    if accepted and not await _written(groups.commit(request.group_id, accepted)):
+        for name, _, index, _ in accepted:
+            codes[(name, index)] = ErrorCode.coordinator_not_available
     return _commit_answer(request, lambda t, p: codes[(t, p)])
+
+
+async def _written(commit: Coroutine[Any, Any, None]) -> bool:
+    """True once the commit is in the store; False if the store failed it or did not take
+    it within COMMIT_TIMEOUT_S (see the header)."""
+    try:
+        await within(commit, COMMIT_TIMEOUT_S)
+    except (TimeoutError, OSError):
+        return False
+    return True
 
 
 def _commit_code(topic: Topic | None, partition: OffsetCommitRequestPartition) -> ErrorCode:

@@ -5,10 +5,18 @@ records it in the topic; Metadata then lists that many replicas. Durability come
 store, not from copies, so the factor changes nothing else. Explicit replica assignments are
 checked as Kafka checks them; the first node of each list is where the partition is wanted,
 which the cluster view is asked for once the topic exists.
+
+Each change waits for the store at most until the request's timeout_ms (the client's
+operation timeout; DDL_TIMEOUT_S when it sends none), then is answered REQUEST_TIMED_OUT, as
+Kafka's controller answers a change it did not complete in time; the change itself goes on
+(see common.within). A store outage thus delays DDL answers instead of holding them until
+the store gives up (about three minutes for HDFS) and closing the connection. A client that
+asks again after the store is back finds the topic created (TOPIC_ALREADY_EXISTS) or deleted.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import Counter
 
@@ -31,11 +39,14 @@ from ..protocol.answers import (
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from .api import handles
+from .common import millis, within
 from .configs import describe_topic_configs
 from .placement import alive_ids, replica_list_error, replication_factor_error
 
 CreatedAnswer = CreateTopicsCreatableTopicResultAnswer
 DEFAULT_REPLICATION_FACTOR = 1  # Kafka's default.replication.factor
+DDL_TIMEOUT_S = 30.0  # a change's wait when the request sets no timeout (Kafka's request.timeout.ms)
+TIMED_OUT = "the store did not complete the change within the request's timeout; it may still complete"
 
 
 class Refused(Exception):
@@ -49,16 +60,27 @@ class Refused(Exception):
 @handles(ApiKey.CREATE_TOPICS, 2, 7)
 async def create_topics(ctx: Context, header: RequestHeader, request: CreateTopicsRequest) -> CreateTopicsAnswer:
     counts = Counter(topic.name for topic in request.topics)
+    deadline = _deadline(request.timeout)
     answers = []
     for topic in request.topics:
         if counts[topic.name] > 1:
             answers.append(_created_error(topic.name, ErrorCode.invalid_request, "topic named more than once"))
         else:
-            answers.append(await _create_one(ctx, topic, request.validate_only))
+            answers.append(await _create_one(ctx, topic, request.validate_only, deadline))
     return {"throttle_time": 0, "topics": answers}
 
 
-async def _create_one(ctx: Context, wanted: CreatableTopic, validate_only: bool) -> CreatedAnswer:
+def _deadline(timeout: object) -> float:
+    """When a DDL request's changes must be answered (time.monotonic())."""
+    timeout_ms = millis(timeout)
+    return time.monotonic() + (timeout_ms / 1000 if timeout_ms > 0 else DDL_TIMEOUT_S)
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.001)
+
+
+async def _create_one(ctx: Context, wanted: CreatableTopic, validate_only: bool, deadline: float) -> CreatedAnswer:
     try:
         factor, leaders = _replication(ctx, wanted)
     except Refused as refused:
@@ -71,9 +93,11 @@ async def _create_one(ctx: Context, wanted: CreatableTopic, validate_only: bool)
             ctx.topics.check_new(wanted.name, count, overrides)
             return {"name": wanted.name, "error_code": ErrorCode.none, "num_partitions": count,
                     "replication_factor": factor}
-        topic = await ctx.topics.create(wanted.name, count, overrides, factor)
+        topic = await within(ctx.topics.create(wanted.name, count, overrides, factor), _left(deadline))
     except errors.EngineError as error:
         return _created_error(wanted.name, error_code(error), str(error))
+    except TimeoutError:
+        return _created_error(wanted.name, ErrorCode.request_timed_out, TIMED_OUT)
     if leaders:
         await ctx.cluster.reassign({TopicPartition(topic.name, index): node for index, node in enumerate(leaders)})
     return {"name": topic.name, "topic_id": topic.resource.uid, "error_code": ErrorCode.none,
@@ -130,10 +154,12 @@ async def delete_topics(ctx: Context, header: RequestHeader, request: DeleteTopi
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]  # type: ignore[attr-defined]  # v1-v5 field
-    return {"throttle_time": 0, "responses": [await _delete_one(ctx, name, uid) for name, uid in wanted]}
+    deadline = _deadline(request.timeout)
+    return {"throttle_time": 0, "responses": [await _delete_one(ctx, name, uid, deadline) for name, uid in wanted]}
 
 
-async def _delete_one(ctx: Context, name: str | None, uid: uuid.UUID | None) -> DeleteTopicsDeletableTopicResultAnswer:
+async def _delete_one(ctx: Context, name: str | None, uid: uuid.UUID | None,
+                      deadline: float) -> DeleteTopicsDeletableTopicResultAnswer:
     if name is None:
         found = ctx.topics.by_id(uid) if uid is not None else None
         if found is None:
@@ -141,24 +167,31 @@ async def _delete_one(ctx: Context, name: str | None, uid: uuid.UUID | None) -> 
                     "error_message": f"no topic has id {uid}"}
         name = found.name
     try:
-        topic = await ctx.topics.delete(name)
+        topic = await within(ctx.topics.delete(name), _left(deadline))
     except errors.EngineError as error:
         return {"name": name, "topic_id": uid or uuid.UUID(int=0), "error_code": error_code(error),
                 "error_message": str(error)}
+    except TimeoutError:
+        return {"name": name, "topic_id": uid or uuid.UUID(int=0), "error_code": ErrorCode.request_timed_out,
+                "error_message": TIMED_OUT}
     return {"name": name, "topic_id": topic.resource.uid, "error_code": ErrorCode.none}
 
 
 @handles(ApiKey.CREATE_PARTITIONS, 0, 3)
 async def create_partitions(ctx: Context, header: RequestHeader,
                             request: CreatePartitionsRequest) -> CreatePartitionsAnswer:
-    results = [await _grow_one(ctx, wanted, request.validate_only) for wanted in request.topics]
+    deadline = _deadline(request.timeout)
+    results = [await _grow_one(ctx, wanted, request.validate_only, deadline) for wanted in request.topics]
     return {"throttle_time": 0, "results": results}
 
 
-async def _grow_one(ctx: Context, wanted: CreatePartitionsTopic, validate_only: bool) -> CreatePartitionsTopicResultAnswer:
+async def _grow_one(ctx: Context, wanted: CreatePartitionsTopic, validate_only: bool,
+                    deadline: float) -> CreatePartitionsTopicResultAnswer:
     try:
-        await ctx.topics.grow(wanted.name, wanted.count, validate_only)
+        await within(ctx.topics.grow(wanted.name, wanted.count, validate_only), _left(deadline))
     except errors.EngineError as error:
         return {"name": wanted.name, "error_code": error_code(error), "error_message": str(error)}
+    except TimeoutError:
+        return {"name": wanted.name, "error_code": ErrorCode.request_timed_out, "error_message": TIMED_OUT}
     return {"name": wanted.name, "error_code": ErrorCode.none}
 

@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from martlet.engine.clock import ManualClock
 from martlet.engine.groups.classic import GroupLimits
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store.memory import MemoryStore
+from martlet.gateway.handlers import group_offsets
 from tests.integration.raw_client import decode_response, encode_request, record_batch
 
 from .handlers.harness import (
@@ -298,6 +300,45 @@ def test_a_commit_waits_for_the_store_while_offset_fetches_answer_from_memory(
         store.released.set()
         assert await asyncio.wait_for(commit, STALL_S_MAX)
         assert await committed() == 5
+
+    broker.loop.run_until_complete(scenario())
+
+
+def test_a_commit_and_a_topic_creation_answer_retriably_within_their_timeouts_while_the_store_hangs(
+        watched: tuple[Broker, LoopWatchStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store outage (hdfs-native retries for minutes) gets COORDINATOR_NOT_AVAILABLE for a
+    commit after the commit timeout and REQUEST_TIMED_OUT for a creation after its timeout_ms:
+    both retriable, both in time. The changes still complete once the store answers."""
+    broker, store = watched
+    broker.create_topic("t")
+    monkeypatch.setattr(group_offsets, "COMMIT_TIMEOUT_S", 0.2)
+    store.released.clear()
+    fetch = {"groups": [{"group_id": "g", "member_id": None, "member_epoch": -1,
+                         "topics": [{"name": "t", "partition_indexes": [0]}]}], "require_stable": False}
+    commit = {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+              "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 5,
+                                                       "committed_leader_epoch": -1, "committed_metadata": None}]}]}
+
+    def create(timeout_ms: int) -> dict[str, Any]:
+        return {"topics": [{"name": "u", "num_partitions": 1, "replication_factor": 1, "configs": []}],
+                "timeout": timeout_ms}
+
+    async def answer(api_key: int, version: int, body: dict[str, Any], within_s: float) -> Any:
+        frame = await asyncio.wait_for(broker.dispatcher.handle(_frame(broker, api_key, version, body)), within_s)
+        assert frame is not None
+        return decode_response(b"".join(frame)[4:], api_key, version)[1]
+
+    async def scenario() -> None:
+        committed = await answer(OFFSET_COMMIT, 9, commit, 2.0)
+        assert committed.topics[0].partitions[0].error_code == ErrorCode.coordinator_not_available
+        created = await answer(CREATE_TOPICS, 7, create(200), 2.0)
+        assert created.topics[0].error_code == ErrorCode.request_timed_out
+        store.released.set()
+        await asyncio.wait_for(broker.engine.groups.offsets.wait_written(), STALL_S_MAX)
+        fetched = await answer(OFFSET_FETCH, 9, fetch, 2.0)
+        assert fetched.groups[0].topics[0].partitions[0].committed_offset == 5  # the timed out write went on
+        again = await answer(CREATE_TOPICS, 7, create(int(STALL_S_MAX * 1000)), STALL_S_MAX + 1)
+        assert again.topics[0].error_code == ErrorCode.topic_already_exists  # so did the creation
 
     broker.loop.run_until_complete(scenario())
 

@@ -435,3 +435,40 @@ def test_changes_round_trip_through_their_payload(change):
 def test_bad_payloads_are_corrupt_batches(payload):
     with pytest.raises(CorruptBatch):
         decode(payload)
+
+
+class PipelineFailing(MemoryStore):
+    """A memory store whose next log write (once armed) writes half its bytes, fails, and
+    leaves its file refusing writes: an HDFS writer whose DataNode pipeline failed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+
+    def open_append(self, path):
+        file = super().open_append(path)
+        plain = file.write
+
+        def write(data):
+            if self.armed and path.endswith(".log"):
+                self.armed = False
+                plain(bytes(data)[:len(data) // 2])
+                file.abandon()
+                raise OSError("All nodes failed for write")
+            plain(data)
+        file.write = write
+        return file
+
+
+def test_a_failed_write_reopens_the_log_for_the_next_one() -> None:
+    """The next commit after a store failure is written (not refused by the abandoned file),
+    and the half-written batch is cut: a reopened store reads both good commits only."""
+    store = PipelineFailing()
+    offsets = open_offsets(store)
+    commit(offsets, "g", "t", 0, 1)
+    store.armed = True
+    with pytest.raises(OSError, match="All nodes failed"):
+        commit(offsets, "g", "t", 1, 2)
+    commit(offsets, "g", "t", 2, 3)
+    assert offsets.group_offsets("g") == {("t", 0): value(1), ("t", 2): value(3)}
+    assert snapshot(crash_reopened(store, offsets)) == {"g": {("t", 0): value(1), ("t", 2): value(3)}}
