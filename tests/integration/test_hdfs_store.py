@@ -1,12 +1,16 @@
 """Martlet on a real HDFS (`martlet serve --store hdfs://...`): the round trip, kill -9 under
-acks=all load, and HDFS stopped for 60 s under acks=1 and acks=all load."""
+acks=all load, HDFS stopped for 60 s under acks=1 and acks=all load, and HDFS stopped for 30 s
+while requests that need no store keep their latency and those that do answer retriably."""
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -23,6 +27,18 @@ from tests.integration.clients import (
     make_records,
     unique_topic,
 )
+from tests.integration.raw_client import RawClient, record_batch
+from tests.integration.test_group_errors import (
+    E,
+    assignment,
+    commit,
+    heartbeat,
+    join,
+    request,
+    subscription,
+    sync,
+)
+from tests.integration.test_group_errors import fetch as offset_fetch
 from tests.integration.test_restart import _check_acknowledged, _consume_all, _wait_acked
 
 pytestmark = pytest.mark.integration
@@ -158,3 +174,205 @@ def test_hdfs_down_for_a_minute_slows_producers_and_loses_nothing(
     duplicated = [value for value, count in values.items() if count > 1]
     assert not duplicated, f"{len(duplicated)} values stored twice, e.g. {duplicated[:3]}"
     assert len(values) == fast.sent + durable.sent, "records sent but not stored"
+
+
+# -- HDFS down while the control plane is used
+
+CONTROL_OUTAGE_S = 30.0  # how long HDFS stays down: the scenario under test
+QUICK_P99_S = 0.050  # issue 12: Metadata and Heartbeat keep p99 <= 50 ms during the outage
+COMMIT_ANSWER_S = 5.0 + 1.0  # Martlet's commit timeout (Kafka's offsets.commit.timeout.ms), plus slack
+DDL_TIMEOUT_MS = 3_000  # CreateTopics timeout_ms (the admin client's operation timeout)
+RETRIABLE_COMMIT = {E.request_timed_out, E.coordinator_load_in_progress, E.coordinator_not_available,
+                    E.not_coordinator}  # what librdkafka and the Java consumer retry a commit on
+PRODUCE, FETCH, METADATA, CREATE_TOPICS = 0, 1, 3, 19
+REOPEN_S = 240.0  # an offsets log reopened after a failed write may wait for HDFS lease recovery (~120 s)
+
+
+def _timed(call: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.monotonic()
+    answer = call()
+    return answer, time.monotonic() - started
+
+
+def _percentiles(latencies: list[float]) -> str:
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return (f"n={len(ordered)} p50={statistics.median(ordered) * 1000:.1f} ms p99={p99 * 1000:.1f} ms "
+            f"max={ordered[-1] * 1000:.1f} ms")
+
+
+def _p99(latencies: list[float]) -> float:
+    ordered = sorted(latencies)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+class Repeating(threading.Thread):
+    """Sends one request every `period_s` on its own connection and records each latency,
+    until stopped; an error code or a failure is kept for the test to report."""
+
+    def __init__(self, bootstrap: str, name: str, period_s: float, call: Callable[[RawClient], int]) -> None:
+        super().__init__(name=name, daemon=True)
+        self.client = RawClient(bootstrap, timeout_s=CONTROL_OUTAGE_S, client_id=name)
+        self.period_s = period_s
+        self.call = call
+        self.latencies: list[float] = []
+        self.errors: list[object] = []
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                code, took = _timed(lambda: self.call(self.client))
+                self.latencies.append(took)
+                if code != 0:
+                    self.errors.append(E(code))
+                self.stopping.wait(max(self.period_s - took, 0))
+        except Exception as error:  # noqa: BLE001 - reported by the test
+            self.errors.append(error)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(CONTROL_OUTAGE_S)
+        self.client.close()
+
+
+def _metadata(client: RawClient) -> int:
+    answer = client.request(request(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False}))
+    return max((t.error_code for t in answer.topics), default=0)
+
+
+def _produce(client: RawClient, topic: str, values: list[bytes], acks: int = 1) -> int:
+    body = {"transactional_id": None, "acks": acks, "timeout": 30_000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": record_batch(values)}]}]}
+    return int(client.request(request(PRODUCE, 9, body)).responses[0].partition_responses[0].error_code)
+
+
+def _fetch(client: RawClient, topic: str) -> tuple[int, bytes]:
+    """Fetch from offset 0 of partition 0, without waiting: (error code, record bytes)."""
+    body = {"replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "rack_id": "",
+            "topics": [{"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                        "fetch_offset": 0, "last_fetched_epoch": -1,
+                                                        "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}
+    [partition] = client.request(request(FETCH, 12, body)).responses[0].partitions
+    return int(partition.error_code), bytes(partition.records or b"")
+
+
+def _create(client: RawClient, topic: str) -> int:
+    body = {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+                        "configs": []}], "timeout": DDL_TIMEOUT_MS, "validate_only": False}
+    return int(client.request(request(CREATE_TOPICS, 7, body)).topics[0].error_code)
+
+
+def _until(call: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float) -> Any:
+    """Repeat `call` (each one bounded by its own request timeout) until `done` says its
+    answer is final, or the time is up; the last answer."""
+    deadline = time.monotonic() + timeout_s
+    answer = call()
+    while not done(answer) and time.monotonic() < deadline:
+        answer = call()
+    return answer
+
+
+class Outage:
+    """What was asked and answered while HDFS was down."""
+
+    def __init__(self) -> None:
+        self.fetched: list[tuple[tuple[int, bytes], float]] = []
+        self.produced: list[tuple[int, float]] = []
+        self.committed: list[Any] = []
+        self.commit_s = 0.0
+        self.create_code = 0
+        self.create_s = 0.0
+
+
+def _joined_member(client: RawClient, group: str, topic: str) -> tuple[str, int]:
+    """A classic group's only member (KIP-394 join, then sync): its id and generation."""
+    protocols = (("range", subscription(topic)),)
+    first = join(client, group, protocols=protocols)
+    joined = join(client, group, first.member_id, protocols=protocols)
+    assert joined.error_code == 0, joined
+    member_id, generation = joined.member_id, joined.generation_id
+    assert sync(client, group, generation, member_id, assignments=[(member_id, assignment(topic, [0]))]) == E.none
+    return member_id, generation
+
+
+def _during(main: RawClient, commit_once: Callable[[int], list[Any]], topic: str, created: str) -> Outage:
+    """Fetch of data in memory, acks=1 produce, one commit and one topic creation."""
+    seen = Outage()
+    seen.fetched = [_timed(lambda: _fetch(main, topic)) for _ in range(5)]
+    seen.produced = [_timed(lambda i=i: _produce(main, topic, [b"during-%d" % i] * 10)) for i in range(5)]
+    seen.committed, seen.commit_s = _timed(lambda: commit_once(50))
+    seen.create_code, seen.create_s = _timed(lambda: _create(main, created))
+    return seen
+
+
+def _check_outage(seen: Outage, metadata: Repeating, beats: Repeating) -> None:
+    print(f"\nduring the outage: Metadata {_percentiles(metadata.latencies)}; "
+          f"Heartbeat {_percentiles(beats.latencies)}; Fetch {_percentiles([s for _, s in seen.fetched])}; "
+          f"Produce acks=1 {_percentiles([s for _, s in seen.produced])}; "
+          f"OffsetCommit {seen.committed} in {seen.commit_s * 1000:.0f} ms; "
+          f"CreateTopics {E(seen.create_code)} in {seen.create_s * 1000:.0f} ms")
+    assert not metadata.errors and not beats.errors, (metadata.errors[:3], beats.errors[:3])
+    assert len(metadata.latencies) > CONTROL_OUTAGE_S / 0.050 / 2, "Metadata was not answered all along"
+    assert len(beats.latencies) > CONTROL_OUTAGE_S / 0.100 / 2, "Heartbeat was not answered all along"
+    assert _p99(metadata.latencies) <= QUICK_P99_S, _percentiles(metadata.latencies)
+    assert _p99(beats.latencies) <= QUICK_P99_S, _percentiles(beats.latencies)
+    for (code, records), took in seen.fetched:
+        assert code == 0 and b"before-99" in records, (E(code), len(records))
+        assert took <= 1.0, f"a Fetch of data in memory took {took:.3f} s"
+    for code, took in seen.produced:
+        assert code == 0 and took <= 1.0, (E(code), took)
+    # the commit and the topic creation need the store: a retriable answer within their timeouts
+    assert seen.committed == [E.coordinator_not_available] and seen.commit_s <= COMMIT_ANSWER_S, (
+        seen.committed, seen.commit_s)
+    assert seen.committed[0] in RETRIABLE_COMMIT
+    assert seen.create_code == E.request_timed_out and seen.create_s <= DDL_TIMEOUT_MS / 1000 + 1.0, (
+        E(seen.create_code), seen.create_s)
+
+
+def test_hdfs_down_keeps_the_control_plane_answering(martlet_process, reference_hdfs, tmp_path) -> None:
+    config = tmp_path / "martlet.toml"
+    config.write_text("[groups]\ninitial_rebalance_delay_ms = 0\n")
+    broker = martlet_process(extra_args=[*store_args(reference_hdfs), "--config", str(config)])
+    topic, created, group = unique_topic("hdfs-ctl"), unique_topic("hdfs-ddl"), f"g-{uuid.uuid4().hex[:8]}"
+    confluent_create_topic(broker.bootstrap, topic, partitions=1)
+    main = RawClient(broker.bootstrap, timeout_s=RECOVERY_S, client_id="outage")
+    member = RawClient(broker.bootstrap, timeout_s=RECOVERY_S, client_id="member")
+    try:
+        assert _produce(main, topic, [b"before-%d" % i for i in range(100)], acks=-1) == 0  # below C
+        member_id, generation = _joined_member(member, group, topic)
+
+        def commit_once(offset: int) -> list[Any]:
+            return commit(member, group, generation, member_id, [(topic, 0, offset, None)])
+
+        assert commit_once(10) == [E.none]
+        metadata = Repeating(broker.bootstrap, "metadata", 0.050, _metadata)
+        beats = Repeating(broker.bootstrap, "heartbeat", 0.100,
+                          lambda client: heartbeat(client, group, generation, member_id))
+        reference_hdfs.stop_process()
+        stopped = time.monotonic()
+        try:
+            metadata.start()
+            beats.start()
+            seen = _during(main, commit_once, topic, created)
+            threading.Event().wait(max(CONTROL_OUTAGE_S - (time.monotonic() - stopped), 0))  # HDFS stays down
+        finally:
+            metadata.stop()
+            beats.stop()
+            reference_hdfs.restart()
+        _check_outage(seen, metadata, beats)
+        # HDFS is back: the commit and the creation, retried as clients retry them, go through
+        back = time.monotonic()
+        again = _until(lambda: commit_once(60), lambda codes: codes != [E.coordinator_not_available], REOPEN_S)
+        print(f"after HDFS came back: OffsetCommit {again} after {time.monotonic() - back:.1f} s")
+        assert again == [E.none], again
+        assert offset_fetch(member, group, {topic: [0]}) == (E.none, [(topic, 0, 60, E.none)])
+        recreated = _until(lambda: _create(main, created), lambda code: code != E.request_timed_out, RECOVERY_S)
+        assert recreated in (E.none, E.topic_already_exists), E(recreated)
+        assert _produce(main, created, [b"after"], acks=-1) == 0
+        code, records = _fetch(main, created)
+        assert code == 0 and b"after" in records
+    finally:
+        main.close()
+        member.close()
