@@ -282,6 +282,8 @@ class Outage:
         self.produced: list[tuple[int, float]] = []
         self.committed: list[Any] = []
         self.commit_s = 0.0
+        self.recommitted: list[Any] = []  # the next commit: the failed log is being reopened
+        self.recommit_s = 0.0
         self.create_code = 0
         self.create_s = 0.0
 
@@ -303,6 +305,7 @@ def _during(main: RawClient, commit_once: Callable[[int], list[Any]], topic: str
     seen.fetched = [_timed(lambda: _fetch(main, topic)) for _ in range(5)]
     seen.produced = [_timed(lambda i=i: _produce(main, topic, [b"during-%d" % i] * 10)) for i in range(5)]
     seen.committed, seen.commit_s = _timed(lambda: commit_once(50))
+    seen.recommitted, seen.recommit_s = _timed(lambda: commit_once(55))
     seen.create_code, seen.create_s = _timed(lambda: _create(main, created))
     return seen
 
@@ -311,7 +314,8 @@ def _check_outage(seen: Outage, metadata: Repeating, beats: Repeating) -> None:
     print(f"\nduring the outage: Metadata {_percentiles(metadata.latencies)}; "
           f"Heartbeat {_percentiles(beats.latencies)}; Fetch {_percentiles([s for _, s in seen.fetched])}; "
           f"Produce acks=1 {_percentiles([s for _, s in seen.produced])}; "
-          f"OffsetCommit {seen.committed} in {seen.commit_s * 1000:.0f} ms; "
+          f"OffsetCommit {seen.committed} in {seen.commit_s * 1000:.0f} ms, "
+          f"then {seen.recommitted} in {seen.recommit_s * 1000:.0f} ms; "
           f"CreateTopics {E(seen.create_code)} in {seen.create_s * 1000:.0f} ms")
     assert not metadata.errors and not beats.errors, (metadata.errors[:3], beats.errors[:3])
     assert len(metadata.latencies) > CONTROL_OUTAGE_S / 0.050 / 2, "Metadata was not answered all along"
@@ -326,6 +330,8 @@ def _check_outage(seen: Outage, metadata: Repeating, beats: Repeating) -> None:
     # the commit and the topic creation need the store: a retriable answer within their timeouts
     assert seen.committed == [E.coordinator_not_available] and seen.commit_s <= COMMIT_ANSWER_S, (
         seen.committed, seen.commit_s)
+    assert seen.recommitted == [E.coordinator_not_available] and seen.recommit_s <= COMMIT_ANSWER_S, (
+        seen.recommitted, seen.recommit_s)
     assert seen.committed[0] in RETRIABLE_COMMIT
     assert seen.create_code == E.request_timed_out and seen.create_s <= DDL_TIMEOUT_MS / 1000 + 1.0, (
         E(seen.create_code), seen.create_s)
