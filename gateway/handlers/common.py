@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -30,10 +30,10 @@ def epoch_error(requested: int, session: int) -> ErrorCode:
 
 # Work a handler stopped waiting for: held here so that it runs to its end (the loop keeps
 # only weak references to tasks), and its late failure is logged rather than lost.
-_unwaited: set[asyncio.Task[Any]] = set()
+_unwaited: set[asyncio.Task[object]] = set()
 
 
-async def within(work: Coroutine[Any, Any, T], timeout_s: float) -> T:
+async def within(work: Awaitable[T], timeout_s: float) -> T:
     """The result of `work` if it finishes within `timeout_s`, else TimeoutError.
 
     For a change written to the store (an offset commit, a topic created) while the store
@@ -50,7 +50,7 @@ async def within(work: Coroutine[Any, Any, T], timeout_s: float) -> T:
         raise
 
 
-def _finished_late(task: asyncio.Task[Any]) -> None:
+def _finished_late(task: asyncio.Task[object]) -> None:
     _unwaited.discard(task)
     if not task.cancelled() and (error := task.exception()) is not None:
         logger.warning("a change whose request was answered before it finished failed: %r", error)

@@ -15,8 +15,8 @@ is applied when the store answers, as in Kafka.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_commit.v9.request import OffsetCommitRequest, OffsetCommitRequestPartition
@@ -77,7 +77,7 @@ async def offset_commit(ctx: Context, header: RequestHeader, request: OffsetComm
     return _commit_answer(request, lambda t, p: codes[(t, p)])
 
 
-async def _written(commit: Coroutine[Any, Any, None]) -> bool:
+async def _written(commit: Awaitable[None]) -> bool:
     """True once the commit is in the store; False if the store failed it or did not take
     it within COMMIT_TIMEOUT_S (see the header)."""
     try:
