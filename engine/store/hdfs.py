@@ -13,8 +13,9 @@ What each call gives, and why:
   `read` of bytes past that point, on a file this store itself has open, closes the HDFS
   writer first, and the next `write` reopens the file for append (about 30 ms per cycle on a
   test cluster). Another process cannot read an open file's unfinished last block.
-- `read` keeps a reader per file (the most recently read READERS_KEPT of them): opening one
-  asks the NameNode for the block locations, which cost more than a block-sized read itself.
+- `read` keeps a reader per segment log (the most recently read READERS_KEPT of them):
+  opening one asks the NameNode for the block locations, which cost more than a block-sized
+  read itself.
   A read past a kept reader's end opens a new one (the file may have grown); this store's
   own truncate, rename, delete and take-over drop the readers of what they changed.
 - `truncate`: hdfs-native has no truncate. The kept prefix is copied to a sibling file,
@@ -75,6 +76,11 @@ WRITER_IDLE_S = 60.0  # an HDFS writer unused this long is closed
 CLOSING_THREADS = 8  # idle writers closed at once (each close mostly waits for the NameNode)
 SWEEP_S = 1.0
 READERS_KEPT = 256  # files whose readers are kept open (one NameNode call saved per read)
+# Readers are kept for segment logs only: they only grow, and are cut only by this store's
+# truncate or by a node taking their partition over (whose take-over drops them here when
+# the partition comes back). Other files (the catalog, sessions, checkpoints) are replaced by
+# renames from any node at any time, and a kept reader would read the replaced file's blocks.
+KEPT_READER_SUFFIX = ".log"
 _ABANDONED: list[FileWriter] = []  # broken writers, kept so that nothing closes or drops them
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -317,11 +323,16 @@ class HdfsStore:
     @_os_errors
     def read(self, path: str, offset: int, length: int) -> bytes:
         hdfs_path = self._hdfs_path(path)
-        reader = self._kept_reader(hdfs_path)
-        if reader is None or offset + length > reader.size:  # the file may have grown since
-            reader = self._client.read(hdfs_path)
-            if offset + length > reader.size and not self.read_only:
-                reader = self._whole_reader(hdfs_path)
+        kept = self._kept_reader(hdfs_path)
+        if kept is not None and offset + length <= kept.size:
+            try:
+                return kept.read_range(offset, length)
+            except RuntimeError:  # replaced after all (its blocks are gone): read it afresh
+                self._drop_readers(hdfs_path)
+        reader = self._client.read(hdfs_path)
+        if offset + length > reader.size and not self.read_only:
+            reader = self._whole_reader(hdfs_path)
+        if hdfs_path.endswith(KEPT_READER_SUFFIX):
             self._keep_reader(hdfs_path, reader)
         count = min(length, reader.size - offset)  # reading past the end panics in hdfs-native
         return reader.read_range(offset, count) if count > 0 else b""

@@ -197,6 +197,22 @@ def test_create_exclusive_has_one_winner_among_racing_stores(store):
     assert sorted(won) == sorted(names)
 
 
+@pytest.mark.parametrize("name", ["catalog", "00000000000000000000.log"])
+def test_a_file_another_store_replaces_is_read_afresh(store, name):
+    """Another node rewrites shared files by renaming a new copy over them: the catalog at
+    any time, a partition's segment logs only while it owns the partition, so this store
+    reads them again only after taking the partition over. Its next read sees the new copy."""
+    other = _same_root(store)
+    store.mkdir("d")
+    write(store, f"d/{name}", b"first version")
+    assert store.read(f"d/{name}", 0, 100) == b"first version"
+    write(other, "d/tmp", b"second")
+    other.rename("d/tmp", f"d/{name}")
+    if name.endswith(".log"):
+        store.take_over("d")
+    assert store.read(f"d/{name}", 0, 6) == b"second"
+
+
 def _same_root(store: Store) -> Store:
     if isinstance(store, LocalStore):
         return LocalStore(store.root)
