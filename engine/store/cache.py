@@ -1,7 +1,10 @@
 """A block cache in front of a store's reads, inside the memory pool's budget.
 
-Files are read in aligned blocks of `block_bytes`; a block is kept only when it is whole (the
-file already reached its end), because the files are append-only: a whole block never changes
+Files are read in aligned blocks of `block_bytes`. Each run of blocks the cache lacks is one
+store read, and a read that misses up to the end of what it asked for also reads the next
+READ_AHEAD_BLOCKS: a consumer reading cold data sequentially then finds its next fetches in
+memory (on HDFS each read is a round trip to a DataNode). A block is kept only when it is
+whole (the file already reached its end), because the files are append-only: a whole block never changes
 until the file is truncated, renamed over or deleted, and those calls drop the file's blocks.
 Reads come from worker threads, so the cache has its own lock; the pool decides what goes
 (least recently read first, across blocks and memory tails) and calls `drop_oldest`.
@@ -17,6 +20,7 @@ from collections.abc import Callable
 from .base import AppendFile, Store
 
 BLOCK_BYTES = 256 * 1024
+READ_AHEAD_BLOCKS = 28  # a read that misses at the end of what it asked for also reads this many more blocks
 
 
 class CachedStore:
@@ -68,9 +72,11 @@ class CachedStore:
             missing = number + 1  # a run of missing blocks is read with one store call
             while missing <= last and not self._holds(path, missing):
                 missing += 1
-            fetched = self._fetch(path, number, missing - number)
-            parts += fetched
-            if len(fetched) < missing - number or len(fetched[-1]) < size:
+            ahead = READ_AHEAD_BLOCKS if missing > last else 0  # a sequential reader's next reads
+            fetched = self._fetch(path, number, missing - number + ahead)
+            wanted = fetched[: missing - number]
+            parts += wanted
+            if len(wanted) < missing - number or len(wanted[-1]) < size:
                 break  # end of file
             number = missing
         data = parts[0] if len(parts) == 1 else b"".join(parts)

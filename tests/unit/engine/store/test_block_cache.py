@@ -1,4 +1,4 @@
-from martlet.engine.store.cache import CachedStore
+from martlet.engine.store.cache import READ_AHEAD_BLOCKS, CachedStore
 from martlet.engine.store.memory import MemoryStore
 
 
@@ -23,16 +23,24 @@ def filled(size: int) -> tuple[CountingStore, CachedStore, bytes]:
 def test_reads_are_served_from_whole_blocks_once_read():
     inner, cache, data = filled(4096)
     assert cache.read("f.log", 100, 2000) == data[100:2100]
-    assert inner.reads == 1 and cache.bytes_held == 3072  # blocks 0, 1 and 2, in one store read
+    assert inner.reads == 1 and cache.bytes_held == 4096  # blocks 0-2 in one store read, and 3 read ahead
     assert cache.read("f.log", 1500, 400) == data[1500:1900]
     assert inner.reads == 1  # whole blocks: served from memory
 
 
 def test_each_run_of_missing_blocks_is_one_store_read():
-    inner, cache, data = filled(8192)
-    cache.read("f.log", 2048, 1)  # block 2 is kept
-    assert cache.read("f.log", 0, 8192) == data
-    assert inner.reads == 1 + 2  # blocks 0-1, then 3-7; block 2 from memory
+    inner, cache, data = filled(64 * 1024)
+    cache.read("f.log", 40 * 1024, 1)  # blocks 40-63 are kept (40, and the rest read ahead)
+    assert inner.reads == 1 and cache.bytes_held == 24 * 1024
+    assert cache.read("f.log", 0, 64 * 1024) == data
+    assert inner.reads == 2  # blocks 0-39 in one read (no read-ahead: 40 is held); 40-63 from memory
+
+
+def test_a_sequential_reader_reads_ahead():
+    inner, cache, data = filled(100 * 1024)
+    for block in range(100):
+        assert cache.read("f.log", block * 1024, 1024) == data[block * 1024 : (block + 1) * 1024]
+    assert inner.reads == -(-100 // (1 + READ_AHEAD_BLOCKS))  # one store read per 1 + READ_AHEAD_BLOCKS blocks
 
 
 def test_a_partial_last_block_is_not_kept_and_sees_later_appends():
