@@ -71,6 +71,12 @@ COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
 logger = logging.getLogger(__name__)
 LEASE_RECOVERY_S = 120.0  # longest open_append waits for the NameNode to recover a lease
 LEASE_POLL_S = 0.1
+# A DataNode reserves a whole block of disk for every block being written, and refuses new
+# blocks once the reservations exceed its free space ("could only be written to 0 of the 1
+# minReplication nodes"): with HDFS's default 128 MB, about 550 partitions could have a file
+# open at once on a disk with 66 GB free (measured on the reference HDFS); with 16 MiB, 2,000
+# writers reserve 32 GB. A 1 GiB segment then spans 64 blocks.
+BLOCK_BYTES = 16 << 20
 WRITERS_MAX = 2000  # open HDFS writers; a DataNode serves 4,096 pipelines by default, for all clients
 WRITER_IDLE_S = 60.0  # an HDFS writer unused this long is closed
 CLOSING_THREADS = 8  # idle writers closed at once (each close mostly waits for the NameNode)
@@ -252,12 +258,14 @@ class HdfsStore:
     slow_writes = True
 
     def __init__(self, url: str, root: str, read_only: bool = False, clock: Clock | None = None,
-                 writers_max: int = WRITERS_MAX, writer_idle_s: float = WRITER_IDLE_S) -> None:
+                 writers_max: int = WRITERS_MAX, writer_idle_s: float = WRITER_IDLE_S,
+                 block_bytes: int = BLOCK_BYTES) -> None:
         if not root.startswith("/"):
             raise ValueError(f"HDFS root must be absolute: {root!r}")
         self.url = url
         self.root = posixpath.normpath(root)
         self.read_only = read_only
+        self.block_bytes = block_bytes
         self._clock = clock or SystemClock()
         self._client = Client(url)
         self._writers: weakref.WeakValueDictionary[str, HdfsAppendFile] = (
@@ -269,6 +277,12 @@ class HdfsStore:
         self._readers_lock = threading.Lock()  # reads come from several worker threads
         if not read_only:
             self._client.mkdirs(self.root, create_parent=True)
+
+    def _options(self, overwrite: bool) -> WriteOptions:
+        """Files are created with this store's block size (see BLOCK_BYTES)."""
+        options = WriteOptions(overwrite=overwrite, create_parent=False)
+        options.block_size = self.block_bytes
+        return options
 
     def _hdfs_path(self, path: str) -> str:
         return posixpath.join(self.root, *check_path(path))
@@ -363,8 +377,7 @@ class HdfsStore:
         try:
             status = self._client.get_file_info(hdfs_path)
         except FileNotFoundError:
-            options = WriteOptions(overwrite=False, create_parent=False)
-            writer, size = self._client.create(hdfs_path, options), 0
+            writer, size = self._client.create(hdfs_path, self._options(overwrite=False)), 0
         else:
             if status.isdir:
                 raise IsADirectoryError(path)
@@ -431,7 +444,7 @@ class HdfsStore:
         reader = self._whole_reader(hdfs_path)  # never copy a file whose tail a reader cannot see
         parent, name = posixpath.split(hdfs_path)
         tmp_path = posixpath.join(parent, f".{name}.truncating")
-        writer = self._client.create(tmp_path, WriteOptions(overwrite=True))
+        writer = self._client.create(tmp_path, self._options(overwrite=True))
         try:
             for offset in range(0, size, COPY_CHUNK_BYTES):
                 count = min(COPY_CHUNK_BYTES, size - offset)
@@ -478,9 +491,8 @@ class HdfsStore:
     @_os_errors
     def create_exclusive(self, path: str) -> bool:
         hdfs_path = self._hdfs_path(path)
-        options = WriteOptions(overwrite=False, create_parent=False)
         try:
-            writer = self._client.create(hdfs_path, options)
+            writer = self._client.create(hdfs_path, self._options(overwrite=False))
         except FileExistsError:
             return False
         writer.close()
