@@ -3,6 +3,7 @@ request that has appended lets the next request start, and answers still leave i
 order; a produce request that has not (waiting for room in memory) holds the connection."""
 
 import asyncio
+import contextlib
 import struct
 
 from martlet.gateway.ordering import next_request_may_start
@@ -48,11 +49,17 @@ async def until(condition, dispatcher: Dispatcher) -> None:
     await asyncio.wait_for(wait(), WAIT_S)
 
 
+@contextlib.asynccontextmanager
 async def serving(dispatcher: Dispatcher):
+    """A server on a free loopback port and one client connection to it."""
     server = Server(dispatcher, 1 << 20)  # type: ignore[arg-type]
     host, port = await server.start("127.0.0.1", 0)
     reader, writer = await asyncio.open_connection(host, port)
-    return server, reader, writer
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+        await server.stop()
 
 
 def send(writer: asyncio.StreamWriter, key: int, request: int) -> None:
@@ -70,8 +77,7 @@ async def answers(reader: asyncio.StreamReader, count: int) -> list[int]:
 def test_appended_produce_requests_let_the_next_start_and_answers_keep_request_order():
     async def scenario() -> None:
         dispatcher = Dispatcher()
-        server, reader, writer = await serving(dispatcher)
-        try:
+        async with serving(dispatcher) as (reader, writer):
             send(writer, PRODUCE, 1)
             send(writer, PRODUCE, 2)
             send(writer, METADATA, 3)
@@ -81,9 +87,6 @@ def test_appended_produce_requests_let_the_next_start_and_answers_keep_request_o
             assert dispatcher.started == [1, 2]  # metadata waits for every earlier answer
             dispatcher.release[1].set()
             assert await answers(reader, 3) == [1, 2, 3]
-        finally:
-            writer.close()
-            await server.stop()
 
     asyncio.run(scenario())
 
@@ -92,8 +95,7 @@ def test_a_produce_request_waiting_before_it_appends_holds_the_connection():
     async def scenario() -> None:
         dispatcher = Dispatcher()
         dispatcher.waits_for_room.add(1)
-        server, reader, writer = await serving(dispatcher)
-        try:
+        async with serving(dispatcher) as (reader, writer):
             send(writer, PRODUCE, 1)
             send(writer, PRODUCE, 2)
             await until(lambda: dispatcher.started == [1], dispatcher)
@@ -104,9 +106,6 @@ def test_a_produce_request_waiting_before_it_appends_holds_the_connection():
             await until(lambda: dispatcher.started == [1, 2], dispatcher)
             dispatcher.release.setdefault(2, asyncio.Event()).set()
             assert await answers(reader, 2) == [1, 2]
-        finally:
-            writer.close()
-            await server.stop()
 
     asyncio.run(scenario())
 
@@ -116,13 +115,10 @@ def test_a_produce_request_still_waiting_for_room_is_dropped_with_its_connection
     async def scenario() -> None:
         dispatcher = Dispatcher()
         dispatcher.waits_for_room.add(1)
-        server, _, writer = await serving(dispatcher)
-        try:
+        async with serving(dispatcher) as (_, writer):
             send(writer, PRODUCE, 1)
             await until(lambda: dispatcher.started == [1], dispatcher)
             writer.close()
             await until(lambda: dispatcher.cancelled == [1], dispatcher)
-        finally:
-            await server.stop()
 
     asyncio.run(scenario())
