@@ -43,8 +43,9 @@ class PartitionInfo:
 
     session: int  # S; Kafka's leader epoch
     start_offset: int
-    checkpoint: int  # C: every offset below it is persisted; consumers read below it (Kafka's high watermark)
+    checkpoint: int  # C: every offset below it is persisted
     end_offset: int  # the next offset to assign
+    high_watermark: int  # consumers read below it: C, or end_offset on a topic with visibility "memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,7 @@ class Partitions:
     def info(self, tp: TopicPartition) -> PartitionInfo:
         partition = self._get(tp)
         return PartitionInfo(partition.session, partition.start_offset, partition.checkpoint,
-                             partition.end_offset)
+                             partition.end_offset, partition.high_watermark)
 
     def session_if_open(self, topic: str, index: int) -> int | None:
         """S of a partition this node has open, else None (Metadata: held elsewhere or not
@@ -114,6 +115,8 @@ class Partitions:
             return self._appended(partition, duplicate.base_offset, durability, duplicate=True)
         self.persister.schedule(partition)
         self.bytes_in[tp] = self.bytes_in.get(tp, 0) + header.size
+        if partition.visibility == "memory":
+            self._wake(tp)  # readers may have it now, before it is persisted
         return self._appended(partition, offset, durability)
 
     @staticmethod
@@ -128,6 +131,8 @@ class Partitions:
         partition = self._get(tp)
         offset = partition.append_control(producer_id, producer_epoch, commit, coordinator_epoch, timestamp_ms)
         self.persister.schedule(partition)
+        if partition.visibility == "memory":
+            self._wake(tp)
         return offset
 
     async def wait_persisted(self, tp: TopicPartition, offset: int) -> None:
@@ -144,7 +149,8 @@ class Partitions:
     # -- reading data
 
     async def read(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes | bytearray:
-        """Whole batches below the checkpoint C from `offset`: memory, else the store."""
+        """Whole batches below the high watermark from `offset`: memory, else the store
+        (which holds what is below C; above C everything is still in memory)."""
         partition = self._get(tp)
         data = partition.read_memory(offset, max_bytes)
         if data is None:
@@ -154,12 +160,12 @@ class Partitions:
         return data
 
     async def wait_for_data(self, watched: Iterable[tuple[TopicPartition, int]], timeout_ms: int) -> None:
-        """Return once any watched partition's checkpoint C passes its offset, or on timeout."""
+        """Return once any watched partition's high watermark passes its offset, or on timeout."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         keys = []
         for tp, offset in watched:
             partition = self._open.get(tp)
-            if partition is None or partition.checkpoint > offset:
+            if partition is None or partition.high_watermark > offset:
                 return
             keys.append(tp)
             self._waiters.setdefault(tp, set()).add(future)

@@ -45,8 +45,10 @@ class PartitionOpener:
     shared: bool = False  # other nodes write this store (a cluster): each opening starts its own segment
 
     def open(self, topic: Topic, index: int) -> Partition:
-        return Partition.open(self.store, f"{topic_dir(topic)}/{index}", self.log_config(topic), self.now_ms,
-                              self.pool, topic.config.flush_mode == "sync", own_segment=self.shared)
+        partition = Partition.open(self.store, f"{topic_dir(topic)}/{index}", self.log_config(topic), self.now_ms,
+                                   self.pool, topic.config.flush_mode == "sync", own_segment=self.shared)
+        partition.visibility = topic.config.visibility
+        return partition
 
     def log_config(self, topic: Topic) -> LogConfig:
         config = topic.config
@@ -249,6 +251,7 @@ class Topics:
             if partition is not None:
                 partition.log.config = log_config
                 partition.sync_flush = topic.config.flush_mode == "sync"
+                partition.visibility = topic.config.visibility
 
     def close(self) -> None:
         self._admin.shutdown()

@@ -59,6 +59,7 @@ TOPIC_NOTES = {
     "segment_ms": "segment.ms",
     "max_batch_bytes": "max.message.bytes: the largest batch a producer may send",
     "flush_mode": '"sync": each flush is fsynced and acks=1 waits for it too (martlet.flush.mode)',
+    "visibility": '"memory": consumers read records once in memory, before they are persisted (martlet.visibility)',
     "timestamp_type": '"create" or "append" (message.timestamp.type CreateTime / LogAppendTime)',
     "cleanup_policy": 'cleanup.policy; "delete" only, for now',
 }

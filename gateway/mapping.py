@@ -88,6 +88,7 @@ def _choice(table: dict[str, str]) -> Callable[[str], str]:
 _TIMESTAMP_TYPES = {"CreateTime": "create", "LogAppendTime": "append"}
 _CLEANUP_POLICIES = {"delete": "delete"}
 _FLUSH_MODES = {"async": "async", "sync": "sync"}
+_VISIBILITIES = {"persisted": "persisted", "memory": "memory"}
 
 CONFIG_NAMES = [
     ConfigName("cleanup.policy", "cleanup_policy", _choice(_CLEANUP_POLICIES), str, 7),
@@ -99,6 +100,7 @@ CONFIG_NAMES = [
     ConfigName("segment.bytes", "segment_bytes", _int, str, 3),
     ConfigName("segment.ms", "segment_ms", _int, str, 5),
     ConfigName("martlet.flush.mode", "flush_mode", _choice(_FLUSH_MODES), str, 2),
+    ConfigName("martlet.visibility", "visibility", _choice(_VISIBILITIES), str, 2),
 ]
 BY_KAFKA = {c.kafka: c for c in CONFIG_NAMES}
 BY_ENGINE = {c.engine: c for c in CONFIG_NAMES}

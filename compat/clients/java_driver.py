@@ -306,6 +306,11 @@ class JavaDriver:
                                     "instance_id": instance_id, "session_timeout_ms": session_timeout_ms,
                                     "protocol": protocol})
 
+    def reader_start(self, handle: str, topic: str, partitions: list[int]) -> None:
+        """A consumer of `partitions` with no group, from the earliest offset; polled with
+        member_poll and stopped with member_stop."""
+        self._call("reader_start", {"handle": handle, "topic": topic, "partitions": partitions})
+
     def member_poll(self, handle: str, timeout_s: float) -> dict[str, Any]:
         return self._call("member_poll", {"handle": handle, "timeout_s": timeout_s},
                           timeout_s=self.call_timeout_s + timeout_s)

@@ -12,6 +12,7 @@ ConfigValue = int | str
 Overrides = dict[str, ConfigValue]  # engine config names -> values, as a topic overrides them
 
 FLUSH_MODES = ("async", "sync")
+VISIBILITIES = ("persisted", "memory")  # what readers see: below C, or all that is in memory
 TIMESTAMP_TYPES = ("create", "append")
 CLEANUP_POLICIES = ("delete",)
 
@@ -24,6 +25,7 @@ class TopicConfig:
     segment_ms: int = 604_800_000
     max_batch_bytes: int = 1_048_588
     flush_mode: str = "async"
+    visibility: str = "persisted"
     timestamp_type: str = "create"
     cleanup_policy: str = "delete"
 
@@ -44,6 +46,7 @@ class TopicConfig:
         _at_least("segment_ms", self.segment_ms, 1)
         _at_least("max_batch_bytes", self.max_batch_bytes, 0)
         _one_of("flush_mode", self.flush_mode, FLUSH_MODES)
+        _one_of("visibility", self.visibility, VISIBILITIES)
         _one_of("timestamp_type", self.timestamp_type, TIMESTAMP_TYPES)
         _one_of("cleanup_policy", self.cleanup_policy, CLEANUP_POLICIES)
 

@@ -2,9 +2,12 @@
 
 Writes go to the memory tail and get their offsets there; the persister (persister.py)
 writes them to the log in flushes (group commits) on a worker thread and moves C up. Readers see
-offsets below C only (the high watermark), from memory when it still holds them and from
-the store otherwise. S is new on every load, so a writer that saw an earlier load learns
-that what it sent above C may be gone.
+offsets below the high watermark, from memory when it still holds them and from the store
+otherwise. The high watermark is C, or on a topic with `visibility = "memory"` the end of the
+memory tail (Swift's real-time delivery: a slow or absent store does not delay readers, and a
+crash may take back what they read). S is new on every load, so a writer that saw an earlier
+load learns that what it sent above C may be gone, and a reader that saw records above C learns
+it through the session history (OffsetForLeaderEpoch).
 
 C is also published in the partition's `checkpoint-<C>-<LSO>` file name for readers in other
 processes (engine/log/files.py, engine/log/reader.py): by the persister's sweeps while the partition is open, on open when
@@ -44,7 +47,7 @@ CLOSE_WAIT_S = 10.0  # how long close waits for a store call in progress
 
 class Partition:
     def __init__(self, store: Store, path: str, log: PartitionLog, history: SessionHistory, pool: MemoryPool,
-                 sync_flush: bool = False) -> None:
+                 sync_flush: bool = False, visibility: str = "persisted") -> None:
         self.store = store
         self.path = path
         self._log_state = (log, threading.Lock())
@@ -52,6 +55,7 @@ class Partition:
         self.session = history.latest
         self.pool = pool
         self.sync_flush = sync_flush  # flush mode "sync": acks=1 waits for C as well
+        self.visibility = visibility  # "memory": readers see the whole tail, not only below C
         self.tail = Tail(log.end_offset)
         self.producers = _copy(log.producer_state)  # the log's, plus the batches in memory
         self.closed = False
@@ -140,6 +144,11 @@ class Partition:
     def checkpoint(self) -> int:
         """C: every offset below it is persisted."""
         return self.tail.checkpoint
+
+    @property
+    def high_watermark(self) -> int:
+        """Readers see the offsets below it: C, or with visibility "memory" the tail's end."""
+        return self.tail.end if self.visibility == "memory" else self.tail.checkpoint
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -241,11 +250,11 @@ class Partition:
     # -- reading ---------------------------------------------------------------------------
 
     def read_memory(self, offset: int, max_bytes: int) -> bytes | bytearray | None:
-        """Whole batches below C from `offset` if memory holds them; None if the store must
-        be read (read_stored). Raises OffsetOutOfRange outside [start, end]."""
+        """Whole batches below the high watermark from `offset` if memory holds them; None if
+        the store must be read (read_stored). Raises OffsetOutOfRange outside [start, end]."""
         if not self.start_offset <= offset <= self.end_offset:
             raise OffsetOutOfRange(f"offset {offset} outside [{self.start_offset}, {self.end_offset}]")
-        data = self.tail.read(offset, max_bytes, self.checkpoint)
+        data = self.tail.read(offset, max_bytes, self.high_watermark)
         if data is not None:
             self.pool.read(self.tail)
         return data

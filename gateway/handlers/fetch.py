@@ -1,7 +1,10 @@
 """Fetch (key 1): sessionless fetches with long polling.
 
 Consumers see offsets below the high watermark, which is the checkpoint C: only what is
-persisted, so nothing a consumer saw can be taken back by a crash (ARCHITECTURE.md).
+persisted, so nothing a consumer saw can be taken back by a crash (ARCHITECTURE.md). A topic
+with `martlet.visibility = memory` moves the high watermark to the end of what is in memory:
+delivery no longer waits for the store, and a crash may take back what was read (the new
+leader epoch tells KIP-320 consumers, through OffsetForLeaderEpoch).
 
 The answer is sent as soon as min_bytes are available or an error occurred, else when
 max_wait_ms runs out (capped by the gateway's fetch_wait_ms_max). max_bytes bounds the
@@ -87,7 +90,7 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> F
 
 def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None,
             records: bytes | bytearray = b"") -> FetchPartitionDataAnswer:
-    high_watermark = info.checkpoint if info else -1  # C is the high watermark (and, without transactions, the LSO)
+    high_watermark = info.high_watermark if info else -1  # also the LSO, until transactions exist
     return {"partition_index": item.tp.partition, "error_code": code, "high_watermark": high_watermark,
             "last_stable_offset": high_watermark, "log_start_offset": info.start_offset if info else -1,
             "aborted_transactions": [], "preferred_read_replica": -1, "records": records}

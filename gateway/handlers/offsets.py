@@ -60,7 +60,7 @@ async def _offset_for(ctx: Context, tp: TopicPartition, info: PartitionInfo, tim
     if timestamp == EARLIEST:
         return -1, info.start_offset
     if timestamp == LATEST:
-        return -1, info.checkpoint  # Kafka's high watermark
+        return -1, info.high_watermark
     if timestamp == MAX_TIMESTAMP:
         return await _max_timestamp(ctx, tp)
     if timestamp < 0:

@@ -223,9 +223,10 @@ def check_offsets(
 
 # -- confluent-kafka -----------------------------------------------------------------------
 
-def confluent_create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
+def confluent_create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS,
+                           config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([ConfluentNewTopic(topic, partitions, 1)],
+    futures = admin.create_topics([ConfluentNewTopic(topic, partitions, 1, config=config or {})],
                                   operation_timeout=ADMIN_TIMEOUT_S, request_timeout=ADMIN_TIMEOUT_S)
     futures[topic].result(timeout=ADMIN_TIMEOUT_S)
     assert confluent_wait_partitions(admin, topic, partitions) == partitions

@@ -385,3 +385,29 @@ def test_an_owner_taken_over_while_it_held_the_partition_stops_and_leaves_the_fi
 
     run(scenario)
     assert stored_offsets(store) == [0, 2, 4]
+
+
+def test_memory_visibility_reads_past_c_and_a_crash_takes_back_what_was_read():
+    store = FlakyStore()
+    read_past_c = []
+
+    async def scenario(persister, clock):
+        partition = open_partition(store, MemoryPool(1 << 20))
+        partition.visibility = "memory"
+        await partition.wait_persisted(append(partition, persister, 2)[-1])
+        store.down = True
+        append(partition, persister, 3)  # offsets 4 to 9, never persisted
+        assert await clock.next_timer(SOON_MS) == RETRY_MS  # the commit failed
+        assert partition.checkpoint == 4 and partition.high_watermark == partition.end_offset == 10
+        read_past_c.append(partition.read_memory(0, 10**6))
+        partition.visibility = "persisted"  # a topic switched back: readers stop at C again
+        assert len(partition.read_memory(0, 10**6)) == 2 * BATCH_BYTES
+
+    run(scenario)
+    assert [header.base_offset for _, header in iter_batches(read_past_c[0])] == [0, 2, 4, 6, 8]
+    # the broker dies before HDFS is back: what was read above C is gone and its offsets are
+    # reused, in a new session whose start tells a reader of session 0 where that one ended
+    store.down = False
+    reopened = open_partition(store, MemoryPool(1 << 20))
+    assert reopened.session == 1 and reopened.end_offset == 4
+    assert reopened.end_offset_for(0) == (0, 4)

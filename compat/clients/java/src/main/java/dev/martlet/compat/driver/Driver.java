@@ -115,6 +115,9 @@ public final class Driver {
             case "member_start":
                 members.start(a);
                 return null;
+            case "reader_start":
+                members.startReader(a);
+                return null;
             case "member_poll":
                 return members.poll(a);
             case "member_commit":

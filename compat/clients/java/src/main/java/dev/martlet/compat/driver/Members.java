@@ -21,7 +21,10 @@ import org.apache.kafka.clients.consumer.StickyAssignor;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
-/** Consumer group members, one subscribed KafkaConsumer per handle. */
+/**
+ * Long-lived consumers, one KafkaConsumer per handle: group members (subscribed) and readers
+ * (assigned partitions, no group), polled alike.
+ */
 final class Members implements AutoCloseable {
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(15);
     private static final Duration COMMIT_TIMEOUT = Duration.ofSeconds(30);
@@ -103,6 +106,31 @@ final class Members implements AutoCloseable {
             member.consumer.close(CloseOptions.timeout(Duration.ZERO));
             throw e;
         }
+        members.put(handle, member);
+    }
+
+    /**
+     * A consumer of fixed partitions with no group, from the earliest offset: it lives across
+     * broker restarts and keeps its position, as a stream processor's reader does.
+     */
+    void startReader(Args a) {
+        String handle = a.str("handle");
+        if (members.containsKey(handle)) {
+            throw new IllegalArgumentException("member " + handle + " is already started");
+        }
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "martlet-compat-java-reader-" + handle);
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
+        props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30_000);
+        Member member = new Member(props);
+        List<TopicPartition> partitions = new ArrayList<>();
+        for (int partition : a.integersOrNull("partitions")) {
+            partitions.add(new TopicPartition(a.str("topic"), partition));
+        }
+        member.consumer.assign(partitions);
         members.put(handle, member);
     }
 
