@@ -28,6 +28,16 @@ What each call gives, and why:
   exists (or another client is creating it), atomically, so it works as a claim.
 - Directory changes are NameNode edits, logged before the call returns.
 - There is no `lock`: HDFS leases fence writers per file, not per process.
+- A DataNode reserves disk for every block being written, and refuses new blocks once the
+  reservations exceed its free space ("could only be written to 0 of the 1 minReplication
+  nodes"). hdfs-native asks for a new block without saying its size, so the DataNode
+  reserves its own dfs.blocksize (128 MiB by default), whatever the file's block size; an
+  append to a partly written block reserves nothing (the DataNode reserves the size the
+  client names, less what the block holds). Measured on the reference HDFS with 66 GB free
+  (two volumes on one disk): the 964th new block at once was refused. So OpenWriters
+  bounds the writers that hold a block they started (FRESH_BLOCKS_MAX): beyond it, the
+  least recently written of them close in the background, which hands the reservation
+  back, and their next write reopens the file for append.
 - After a writer failed (a DataNode or the NameNode went away) or its process was killed,
   the NameNode still holds that writer's lease on the file: append refuses it, and readers
   do not see its unfinished last block. Nor does the NameNode's length tell: a writer killed
@@ -71,15 +81,20 @@ COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
 logger = logging.getLogger(__name__)
 LEASE_RECOVERY_S = 120.0  # longest open_append waits for the NameNode to recover a lease
 LEASE_POLL_S = 0.1
-# A DataNode reserves a whole block of disk for every block being written, and refuses new
-# blocks once the reservations exceed its free space ("could only be written to 0 of the 1
-# minReplication nodes"): with HDFS's default 128 MB, about 550 partitions could have a file
-# open at once on a disk with 66 GB free (measured on the reference HDFS); with 16 MiB, 2,000
-# writers reserve 32 GB. A 1 GiB segment then spans 64 blocks.
+# The NameNode places a new block only where the free space, less a block of the file's size
+# for every block still being written there, holds one more (besides the DataNode's own
+# reservation, see the module header): with HDFS's default 128 MB, 445 of 1,000 new files
+# at once were refused on the reference HDFS, with 16 MiB none. A 1 GiB segment spans 64 blocks.
 BLOCK_BYTES = 16 << 20
 WRITERS_MAX = 2000  # open HDFS writers; a DataNode serves 4,096 pipelines by default, for all clients
+# Writers holding a block they started, each holding a whole DataNode block size of reserved
+# disk (see the module header): 256 x 128 MiB = 32 GiB.
+FRESH_BLOCKS_MAX = 256
 WRITER_IDLE_S = 60.0  # an HDFS writer unused this long is closed
-CLOSING_THREADS = 8  # idle writers closed at once (each close mostly waits for the NameNode)
+# Writers closed at once. A close mostly sleeps: hdfs-native retries the NameNode's
+# complete() every 500 ms until the DataNode has reported the block, so a closing thread
+# closes about two files a second, and 5,000 partitions over 2,000 writers close hundreds.
+CLOSING_THREADS = 64
 SWEEP_S = 1.0
 READERS_KEPT = 256  # files whose readers are kept open (one NameNode call saved per read)
 # Readers are kept for segment logs only: they only grow, and are cut only by this store's
@@ -113,7 +128,7 @@ class HdfsAppendFile:
     release from running into a write."""
 
     def __init__(self, client: Client, hdfs_path: str, writer: FileWriter, size: int,
-                 writers: OpenWriters) -> None:
+                 writers: OpenWriters, block_bytes: int) -> None:
         self._client = client
         self._path = hdfs_path
         self._writer: FileWriter | None = writer  # None while released
@@ -121,6 +136,8 @@ class HdfsAppendFile:
         self._closed = False
         self._lock = threading.Lock()
         self._writers = writers
+        self.block_bytes = block_bytes
+        self.fresh = False  # the writer holds a block it started (the DataNode reserved a whole block)
         writers.used(self)
 
     @property
@@ -144,13 +161,21 @@ class HdfsAppendFile:
                 writer = self._writer
                 if writer is None:
                     writer = self._writer = self._client.append(self._path)
+                starts_block = self._starts_block(len(data))
                 writer.write(data)
                 writer.hsync()  # hand the bytes over now; also makes them durable
             except BaseException:
                 self.abandon()
                 raise
             self._size += len(data)
+            self.fresh = self.fresh or starts_block
         self._writers.used(self)
+
+    def _starts_block(self, count: int) -> bool:
+        """Writing `count` more bytes makes the writer ask for a new block: the file ends at
+        a block boundary, or the bytes cross one."""
+        return count > 0 and (self._size % self.block_bytes == 0
+                              or self._size // self.block_bytes != (self._size + count - 1) // self.block_bytes)
 
     def abandon(self) -> None:
         """Never close a writer whose pipeline failed: hdfs-native would complete the file
@@ -185,6 +210,7 @@ class HdfsAppendFile:
 
     def _release(self) -> None:
         writer, self._writer = self._writer, None
+        self.fresh = False
         if writer is not None:
             writer.close()
 
@@ -195,14 +221,18 @@ class OpenWriters:
     every client together. A writer unused for `idle_s` is closed, and beyond `most` open
     writers the least recently used are closed, by a thread of their own (closing a file on
     HDFS waits for the NameNode to complete its last block, about half a second); the next
-    write reopens the file for append (tens of milliseconds)."""
+    write reopens the file for append (tens of milliseconds). Beyond `fresh_most` writers
+    holding a block they started (each a whole block of disk reserved on the DataNode, see
+    the module header), the least recently used of those close the same way."""
 
-    def __init__(self, most: int, idle_s: float, clock: Clock) -> None:
+    def __init__(self, most: int, idle_s: float, clock: Clock, fresh_most: int = FRESH_BLOCKS_MAX) -> None:
         self.most = most
         self.idle_s = idle_s
+        self.fresh_most = fresh_most
         self._clock = clock
         self._lock = threading.Lock()
         self._files: OrderedDict[HdfsAppendFile, float] = OrderedDict()  # least recently used first
+        self._fresh: OrderedDict[HdfsAppendFile, None] = OrderedDict()  # of those, holding a started block
         self._closing = ThreadPoolExecutor(CLOSING_THREADS, "martlet-hdfs-close")
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -211,7 +241,10 @@ class OpenWriters:
         with self._lock:
             self._files[file] = self._clock.monotonic()
             self._files.move_to_end(file)
-            over = len(self._files) > self.most
+            if file.fresh:
+                self._fresh[file] = None
+                self._fresh.move_to_end(file)
+            over = len(self._files) > self.most or len(self._fresh) > self.fresh_most
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="martlet-hdfs-writers", daemon=True)
                 self._thread.start()
@@ -221,6 +254,7 @@ class OpenWriters:
     def gone(self, file: HdfsAppendFile) -> None:
         with self._lock:
             self._files.pop(file, None)
+            self._fresh.pop(file, None)
 
     def count(self) -> int:
         with self._lock:
@@ -234,7 +268,8 @@ class OpenWriters:
                 self._closing.submit(self._close_quietly, file)
 
     def _to_close(self) -> list[HdfsAppendFile]:
-        """The idle writers and the least recently used beyond `most`, taken off the list."""
+        """The idle writers, the least recently used beyond `most` and the least recently
+        used holding a started block beyond `fresh_most`, taken off the lists."""
         now = self._clock.monotonic()
         with self._lock:
             chosen: list[HdfsAppendFile] = []
@@ -244,6 +279,11 @@ class OpenWriters:
                 chosen.append(file)
             for file in chosen:
                 del self._files[file]
+                self._fresh.pop(file, None)
+            while len(self._fresh) > self.fresh_most:
+                file, _ = self._fresh.popitem(last=False)
+                self._files.pop(file, None)
+                chosen.append(file)
             return chosen
 
     @staticmethod
@@ -383,7 +423,7 @@ class HdfsStore:
                 raise IsADirectoryError(path)
             writer = self._append(hdfs_path)
             size = int(self._client.get_file_info(hdfs_path).length)
-        file = HdfsAppendFile(self._client, hdfs_path, writer, size, self.open_writers)
+        file = HdfsAppendFile(self._client, hdfs_path, writer, size, self.open_writers, self.block_bytes)
         self._writers[hdfs_path] = file
         self._settled.discard(hdfs_path)  # open again: a writer that breaks leaves it open
         return file

@@ -330,6 +330,25 @@ def test_hdfs_closes_the_least_recently_written_files_beyond_its_limit_and_idle_
     assert idle.read("d/late", 0, 100) == b"late;"
 
 
+@pytest.mark.java
+def test_hdfs_closes_writers_holding_a_started_block_beyond_its_limit(reference_hdfs):
+    """A writer that started a block holds a whole DataNode block size of reserved disk;
+    beyond `fresh_most` of them the least recently written close, and their next write
+    reopens the file for append, which reserves nothing and so does not count."""
+    store = HdfsStore(reference_hdfs.url, f"/fresh/{uuid.uuid4().hex}", writer_idle_s=3600)
+    store.open_writers.fresh_most = 1
+    store.mkdir("d")
+    files = [store.open_append(f"d/{i}") for i in range(3)]
+    for i, file in enumerate(files):
+        file.write(f"first {i};".encode())
+    wait_until(lambda: [file.open for file in files] == [False, False, True], "the older started blocks to close")
+    files[0].write(b"again;")  # an append to its partial block: no new block started
+    assert files[0].open and not files[0].fresh and files[2].fresh
+    for file in files:
+        file.close()
+    assert [store.read(f"d/{i}", 0, 100) for i in range(3)] == [b"first 0;again;", b"first 1;", b"first 2;"]
+
+
 def wait_until(condition, what: str, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
