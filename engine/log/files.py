@@ -50,10 +50,23 @@ def read_start_offset(store: Store, directory: str) -> int:
     return int(text) if text.isdigit() else 0
 
 
-def write_published(store: Store, directory: str, checkpoint: int, last_stable: int) -> None:
-    """Publish (C, LSO): rename the current checkpoint file to the new name, or create it."""
+def write_published(store: Store, directory: str, checkpoint: int, last_stable: int,
+                    previous: tuple[int, int] | None = None) -> None:
+    """Publish (C, LSO): rename the current checkpoint file to the new name, or create it.
+    `previous`, the (C, LSO) this node last published or found, saves listing the directory
+    (one NameNode call of two on HDFS, for every partition every second); if that file is
+    gone after all, the directory is listed as without it."""
     assert 0 <= last_stable <= checkpoint, f"LSO {last_stable} must lie in [0, C={checkpoint}]"
     new = f"{CHECKPOINT_PREFIX}{checkpoint}-{last_stable}"
+    if previous is not None:
+        known = f"{CHECKPOINT_PREFIX}{previous[0]}-{previous[1]}"
+        if known == new:
+            return
+        try:
+            store.rename(join(directory, known), join(directory, new))
+            return
+        except FileNotFoundError:
+            pass
     old = [name for name in store.list(directory) if _published_value(name) is not None]
     if old != [new]:
         if old:

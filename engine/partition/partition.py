@@ -63,6 +63,7 @@ class Partition:
         self.on_checkpoint: Callable[[Partition], None] = lambda partition: None
         self._checkpoint_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.published_checkpoint = 0  # the C last written to (or found in) the checkpoint file
+        self._published_file: tuple[int, int] | None = None  # its (C, LSO) if known: no listing needed
         self._publish_lock = threading.Lock()
 
     @classmethod
@@ -116,6 +117,7 @@ class Partition:
         (publishing lags), ahead of it only if the store lost persisted data. A new, empty
         partition has no file and needs none (readers take a missing file as C = 0)."""
         published = read_published(self.store, self.path)
+        self._published_file = published
         self.published_checkpoint = published[0] if published is not None else 0
         if self.published_checkpoint != self.checkpoint:
             self.publish_checkpoint(self.checkpoint)
@@ -244,7 +246,9 @@ class Partition:
             self._publish_lock.release()
 
     def _write_published(self, checkpoint: int) -> None:
-        write_published(self.store, self.path, checkpoint, checkpoint)
+        previous, self._published_file = self._published_file, None  # unknown if this fails
+        write_published(self.store, self.path, checkpoint, checkpoint, previous)
+        self._published_file = (checkpoint, checkpoint)
         self.published_checkpoint = checkpoint
 
     # -- reading ---------------------------------------------------------------------------

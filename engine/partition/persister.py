@@ -23,7 +23,13 @@ fresh worker takes its place, and the reopened log no longer shares anything wit
 C is also published for readers in other processes (engine/log/reader.py): when C moves, the
 partition joins a set of unpublished ones, and `publish_ms` after the first of them (a
 setting, `checkpoint_publish_ms`) one sweep renames each one's checkpoint file to its new C
-on the worker threads (engine/log/files.py). Sweeps run one at a time, so a partition's file is rewritten at most
+on PUBLISH_THREADS threads of their own (engine/log/files.py). With a thousand partitions
+taking writes a sweep is a thousand NameNode renames, each an edit the NameNode logs and
+syncs like the length update of every hsync: on the flush workers, flushes queued behind
+them waited up to a quarter of a second on the reference HDFS, and with as many threads as
+flushes the NameNode did as many renames as hsyncs. Two threads bound what publishing asks
+of the NameNode, and a sweep of many partitions then takes longer, which spaces the sweeps
+out. Sweeps run one at a time, so a partition's file is rewritten at most
 every publish_ms, and a published C lags the real one by at most publish_ms plus two sweeps.
 A failed write is retried by the next sweep; Partition.close publishes the final C.
 
@@ -53,6 +59,8 @@ Unpersisted = tuple[Partition, list[bytearray], list[BatchHeader]]  # a partitio
 INLINE_SLOW_S = 0.02  # an inline flush slower than this sends flushes to the workers ...
 INLINE_PAUSE_S = 10.0  # ... for this long, so a slow local disk stalls the loop once, not on every write
 PUBLISH_MS = 1000  # how often a partition's C is published at most (EngineSettings.checkpoint_publish_ms)
+PUBLISH_JOB = "checkpoint publish"  # the job that runs on the publishers, not the flush workers
+PUBLISH_THREADS = 2  # checkpoint publishes running at once (NameNode renames)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +84,7 @@ class Persister:
         self.publish_ms = limits.publish_ms
         self.clock = clock
         self.workers = Workers(limits.threads, "martlet-persist")
+        self.publishers = Workers(PUBLISH_THREADS, "martlet-publish")
         self._due: dict[Partition, None] = {}  # an ordered set
         self._timer: Timer | None = None
         self._timer_urgent = False
@@ -174,13 +183,15 @@ class Persister:
                *args: Any, then: Callable[[list[Partition], Any], None],
                failed: Callable[[Partition, BaseException], None] | None = None,
                ended: Callable[[], None] = lambda: None) -> None:
-        """Run `call` on a worker; `then` gets its result, `failed` (default: the flush
-        failure path) each partition when it raises or outlives its watchdog, and `ended`
-        runs once either way."""
+        """Run `call` on a worker (a publisher for a publish job, else a flush worker); `then`
+        gets its result, `failed` (default: the flush failure path) each partition when it
+        raises or outlives its watchdog, and `ended` runs once either way."""
+        pool = self.publishers if what == PUBLISH_JOB else self.workers
         token = object()
         self._jobs[token] = partitions
         on_failure = failed or self._failed
-        watchdog = self.clock.call_later(timeout_s, lambda: self._stuck(token, what, timeout_s, on_failure, ended))
+        watchdog = self.clock.call_later(timeout_s, lambda: self._stuck(token, what, timeout_s, on_failure, ended,
+                                                                         pool))
 
         def done(future: asyncio.Future[Any]) -> None:
             watchdog.cancel()
@@ -195,14 +206,15 @@ class Persister:
             ended()
             self._wake_drain()
 
-        asyncio.get_running_loop().run_in_executor(self.workers, call, *args).add_done_callback(done)
+        asyncio.get_running_loop().run_in_executor(pool, call, *args).add_done_callback(done)
 
     def _stuck(self, token: object, what: str, timeout_s: float,
-               failed: Callable[[Partition, BaseException], None], ended: Callable[[], None]) -> None:
+               failed: Callable[[Partition, BaseException], None], ended: Callable[[], None],
+               pool: Workers) -> None:
         partitions = self._jobs.pop(token, None)
         if partitions is None:
             return
-        self.workers.add_worker()  # the stuck thread stays behind
+        pool.add_worker()  # the stuck thread stays behind
         for partition in partitions:
             failed(partition, TimeoutError(f"the store did not finish a {what} in {timeout_s:.0f} s"))
         ended()
@@ -265,11 +277,11 @@ class Persister:
         self._publish_timer = None
         items = [(p, p.checkpoint) for p in self._unpublished if not p.closed]
         self._unpublished = {}
-        jobs = min(self.threads, len(items))
+        jobs = min(PUBLISH_THREADS, len(items))
         self._publishing = jobs
         for number in range(jobs):
             chunk = items[number::jobs]
-            self._start([p for p, _ in chunk], "checkpoint publish", self.flush_timeout_s, _publish_all, chunk,
+            self._start([p for p, _ in chunk], PUBLISH_JOB, self.flush_timeout_s, _publish_all, chunk,
                         then=self._published, failed=self._publish_failed, ended=self._sweep_job_ended)
 
     def _published(self, partitions: list[Partition], results: list[BaseException | None]) -> None:
@@ -329,6 +341,7 @@ class Persister:
             self._publish_timer.cancel()
             self._publish_timer = None
         self.workers.shutdown()
+        self.publishers.shutdown()
 
 
 def _write_all(items: list[Unpersisted]) -> list[int | BaseException]:
