@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from .catalog.catalog import Catalog
@@ -31,9 +32,11 @@ from .types import TopicPartition
 
 if TYPE_CHECKING:
     from .coordination.member import ZooKeeperCluster
+    from .partition.partition import Partition
 
 logger = logging.getLogger(__name__)
 CLUSTER_ID_PATH = "cluster-id"
+CLOSING_THREADS = 64  # partitions whose files close at once on a stop (each mostly waits for the store)
 
 
 class Engine:
@@ -93,7 +96,7 @@ class Engine:
             logger.error("closing with %d bytes not persisted: the store did not take them in time", lost)
         for partition in partitions:
             partition.close()
-            partition.close_log()
+        await _close_logs(partitions)
         self.persister.close()
         self.partitions.shutdown()
         self.topics.close()
@@ -157,3 +160,14 @@ def _cluster_id(store: Store) -> str:
     write_atomically(store, CLUSTER_ID_PATH, cluster_id.encode())
     return cluster_id
 
+
+async def _close_logs(partitions: list[Partition]) -> None:
+    """Close the partitions' files, CLOSING_THREADS at once: on HDFS a partition's close
+    seals its segment (two index files written and closed, then the log closed), and each
+    close mostly waits for the NameNode (about half a second), so one after another a
+    thousand partitions took about 25 minutes to stop."""
+    if not partitions:
+        return
+    loop = asyncio.get_running_loop()
+    with ThreadPoolExecutor(min(CLOSING_THREADS, len(partitions)), "martlet-close") as closers:
+        await asyncio.gather(*(loop.run_in_executor(closers, p.close_log) for p in partitions))
