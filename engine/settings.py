@@ -25,7 +25,7 @@ class EngineSettings:
     memory_bytes: int = 256 << 20               # the pool: memory tails and the block cache
     flush_bytes: int = 1 << 20                  # the most one partition's flush (group commit) writes
     flush_ms: int = 0                           # how long a flush waits to gather more writes (0: next loop turn)
-    flush_threads: int = 4                      # flushes running at once (store round trips)
+    flush_threads: int = 16                     # flushes running at once (store round trips; on HDFS each waits for an hsync)
     read_threads: int = 2                       # reads from the store running at once
     drain_ms: int = 30_000                      # a graceful stop waits this long for persisting
     checkpoint_publish_ms: int = 1000           # a partition's C is published for outside readers at most this often
