@@ -11,8 +11,17 @@ What each call gives, and why:
   (its length comes from the NameNode's located blocks, and it does not ask the DataNode for
   the length of the block being written); a file reopened for append is open again. So
   `read` of bytes past that point, on a file this store itself has open, closes the HDFS
-  writer first, and the next `write` reopens the file for append (about 30 ms per cycle on a
-  test cluster). Another process cannot read an open file's unfinished last block.
+  writer first, and the next `write` reopens the file for append. Another process cannot
+  read an open file's unfinished last block.
+  hdfs-native's close ends the last block at once (the NameNode then counts it in the
+  length readers see, 5-12 ms after the close began on the reference HDFS) but then usually
+  waits 500 ms before asking again to complete the file, because the DataNode has not
+  reported the block yet. So the close runs on a thread of its own, and the read goes on as
+  soon as a new reader sees the bytes written (measured: a cold consumer's one read past that
+  point took 0.5 s, a third of the whole 100 MB read).
+- `read_visible` reads only what a reader sees now and never closes a writer nor recovers a
+  lease: for the block cache's read-ahead, which must not cost an active partition its
+  writer for bytes nobody asked for yet.
 - `read` keeps a reader per segment log (the most recently read READERS_KEPT of them):
   opening one asks the NameNode for the block locations, which cost more than a block-sized
   read itself.
@@ -62,6 +71,7 @@ other NameNode errors; the latter are re-raised as OSError so callers see one fa
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import logging
 import posixpath
@@ -96,6 +106,8 @@ WRITER_IDLE_S = 60.0  # an HDFS writer unused this long is closed
 # closes about two files a second, and 5,000 partitions over 2,000 writers close hundreds.
 CLOSING_THREADS = 64
 SWEEP_S = 1.0
+RELEASING_THREADS = 4  # writers closed for readers at once (apart from the idle closers, which may be behind)
+VISIBLE_POLL_S = (0.005, 0.05)  # while such a close runs: first and longest pause between looks at the length
 READERS_KEPT = 256  # files whose readers are kept open (one NameNode call saved per read)
 # Readers are kept for segment logs only: they only grow, and are cut only by this store's
 # truncate or by a node taking their partition over (whose take-over drops them here when
@@ -120,6 +132,14 @@ def _os_errors(method: F) -> F:
             raise OSError(f"HDFS: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
 
     return cast(F, wrapper)
+
+
+def _read_range(reader: FileReader, offset: int, length: int) -> bytes:
+    """`length` bytes from `offset`, taken as the DataNode's 64 KiB packets and joined once:
+    twice as fast as hdfs-native's read_range for the block cache's 7 MiB runs (measured on
+    the reference HDFS: 500-600 MB/s against 270-320 on a loaded machine, 995 against 797 on
+    a quiet one)."""
+    return b"".join(reader.read_range_stream(offset, length))
 
 
 class HdfsAppendFile:
@@ -315,6 +335,7 @@ class HdfsStore:
         self.open_writers = OpenWriters(writers_max, writer_idle_s, self._clock)
         self._readers: OrderedDict[str, FileReader] = OrderedDict()  # most recently read last
         self._readers_lock = threading.Lock()  # reads come from several worker threads
+        self._releasing = ThreadPoolExecutor(RELEASING_THREADS, "martlet-hdfs-release")
         if not read_only:
             self._client.mkdirs(self.root, create_parent=True)
 
@@ -358,10 +379,11 @@ class HdfsStore:
         self._whole_reader(hdfs_path)  # a dead writer's file is recovered first: its length may change
         return int(self._client.get_file_info(hdfs_path).length)
 
-    def _whole_reader(self, hdfs_path: str) -> FileReader:
+    def _whole_reader(self, hdfs_path: str, closed: bool = False) -> FileReader:
         """A reader that sees every byte of the file: this store's own writer is released if
-        the NameNode counts more than a reader sees, and a file some other (dead or broken)
-        writer may have left open is recovered first, once."""
+        the NameNode counts more than a reader sees (`closed`: and its close waited for, as
+        before a rename over the file), and a file some other (dead or broken) writer may have
+        left open is recovered first, once."""
         own = self._writers.get(hdfs_path)
         if own is None or own.closed:
             if hdfs_path not in self._settled:
@@ -371,25 +393,50 @@ class HdfsStore:
         reader = self._client.read(hdfs_path)
         if reader.size >= self._client.get_file_info(hdfs_path).length:
             return reader
-        own.release()
+        if closed:
+            own.release()
+            return self._client.read(hdfs_path)
+        return self._reader_once_released(own, hdfs_path)
+
+    def _reader_once_released(self, own: HdfsAppendFile, hdfs_path: str) -> FileReader:
+        """Release `own` on a thread of its own and return a reader as soon as one sees every
+        byte written, without waiting out the rest of the close (see the module header)."""
+        written = own.size  # every write was hsynced, and a write waits for the release
+        closing = self._releasing.submit(own.release)
+        pause, longest = VISIBLE_POLL_S
+        while not closing.done():
+            reader = self._client.read(hdfs_path)
+            if reader.size >= written:
+                return reader
+            concurrent.futures.wait([closing], timeout=pause)
+            pause = min(pause * 2, longest)
+        closing.result()  # a failed close raises here, as it did when the read closed it itself
         return self._client.read(hdfs_path)
 
     @_os_errors
     def read(self, path: str, offset: int, length: int) -> bytes:
-        hdfs_path = self._hdfs_path(path)
+        return self._read(self._hdfs_path(path), offset, length, whole=not self.read_only)
+
+    @_os_errors
+    def read_visible(self, path: str, offset: int, length: int) -> bytes:
+        """Up to `length` bytes from `offset` of what a reader sees now: shorter than `read`
+        past the finished blocks of a file some writer has open, for which no writer is
+        released and no lease recovered (see the module header)."""
+        return self._read(self._hdfs_path(path), offset, length, whole=False)
+
+    def _read(self, hdfs_path: str, offset: int, length: int, whole: bool) -> bytes:
         kept = self._kept_reader(hdfs_path)
         if kept is not None and offset + length <= kept.size:
             try:
-                return kept.read_range(offset, length)
+                return _read_range(kept, offset, length)
             except RuntimeError:  # replaced after all (its blocks are gone): read it afresh
                 self._drop_readers(hdfs_path)
         reader = self._client.read(hdfs_path)
-        if offset + length > reader.size and not self.read_only:
+        if whole and offset + length > reader.size:
             reader = self._whole_reader(hdfs_path)
-        if hdfs_path.endswith(KEPT_READER_SUFFIX):
-            self._keep_reader(hdfs_path, reader)
+        self._keep_reader(hdfs_path, reader)
         count = min(length, reader.size - offset)  # reading past the end panics in hdfs-native
-        return reader.read_range(offset, count) if count > 0 else b""
+        return _read_range(reader, offset, count) if count > 0 else b""
 
     def _kept_reader(self, hdfs_path: str) -> FileReader | None:
         with self._readers_lock:
@@ -403,7 +450,7 @@ class HdfsStore:
         blocks are, which cost more than the read itself for a cold consumer's block-sized
         reads. Not in read-only mode: another process may replace a file (truncate renames
         a copy over it), and only this store's own rename or delete drops a kept reader."""
-        if self.read_only:
+        if self.read_only or not hdfs_path.endswith(KEPT_READER_SUFFIX):
             return
         with self._readers_lock:
             self._readers[hdfs_path] = reader
@@ -481,7 +528,7 @@ class HdfsStore:
     @_os_errors
     def truncate(self, path: str, size: int) -> None:
         hdfs_path = self._writable(path)
-        reader = self._whole_reader(hdfs_path)  # never copy a file whose tail a reader cannot see
+        reader = self._whole_reader(hdfs_path, closed=True)  # never copy a file whose tail a reader cannot see
         parent, name = posixpath.split(hdfs_path)
         tmp_path = posixpath.join(parent, f".{name}.truncating")
         writer = self._client.create(tmp_path, self._options(overwrite=True))

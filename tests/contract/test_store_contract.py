@@ -279,6 +279,28 @@ def test_hdfs_a_broken_writer_is_abandoned_and_its_synced_bytes_kept(reference_h
 
 
 @pytest.mark.java
+def test_hdfs_reading_the_unfinished_block_of_an_own_open_file(reference_hdfs):
+    """Readers see only the finished blocks of a file open for writing: `read` past them
+    releases this store's writer (closing it on another thread, see engine/store/hdfs.py) and
+    returns every byte written; `read_visible`, for read-ahead, gives what a reader sees and
+    leaves the writer open. A write after the release reopens the file."""
+    block = 1 << 20  # HDFS's smallest block size
+    store = HdfsStore(reference_hdfs.url, f"/unfinished/{uuid.uuid4().hex}", block_bytes=block)
+    store.mkdir("d")
+    file = store.open_append("d/0.log")
+    data = bytes(range(256)) * (block // 256) + b"the unfinished block"
+    file.write(data)
+    assert store.read_visible("d/0.log", 0, len(data)) == data[:block]
+    assert file.open
+    assert store.read("d/0.log", block - 10, 100) == data[block - 10 :]
+    assert not file.open
+    file.write(b", more")
+    assert store.read("d/0.log", len(data), 100) == b", more"
+    file.close()
+    assert store.read_visible("d/0.log", block, 100) == b"the unfinished block, more"
+
+
+@pytest.mark.java
 def test_hdfs_a_killed_writers_unsynced_bytes_are_settled_before_the_size_is_given(reference_hdfs):
     # A writer killed before its first hsync leaves the NameNode counting 0 bytes while the
     # DataNode holds what the writer streamed. Lease recovery settles the file at the
