@@ -1,4 +1,8 @@
-from martlet.engine.store.cache import READ_AHEAD_BLOCKS, CachedStore
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+
+from martlet.engine.store.cache import READ_AHEAD_BLOCKS, READ_AHEAD_RUNS, CachedStore
 from martlet.engine.store.memory import MemoryStore
 
 
@@ -68,3 +72,112 @@ def test_the_pool_drops_least_recently_read_blocks_first():
     reads = inner.reads
     cache.read("f.log", 0, 1)
     assert inner.reads == reads  # block 0 stayed
+
+
+# -- read-ahead in the background (an executor given) -------------------------------------------
+
+RUN_BYTES = READ_AHEAD_BLOCKS * 1024
+
+
+class Deferred(Executor):
+    """Runs what was submitted only when told to: the background, made deterministic."""
+
+    def __init__(self) -> None:
+        self.calls: list[Callable[[], object]] = []
+
+    def submit(self, fn: Callable[..., object], /, *args: object, **kwargs: object) -> Future[object]:
+        self.calls.append(lambda: fn(*args, **kwargs))
+        return Future()
+
+    def run_all(self) -> None:
+        while self.calls:
+            self.calls.pop(0)()
+
+
+def streaming(size: int, ahead_bytes_max: int = 1 << 30) -> tuple[CountingStore, CachedStore, bytes, Deferred]:
+    inner, _, data = filled(size)
+    background = Deferred()
+    return inner, CachedStore(inner, block_bytes=1024, read_ahead=background, ahead_bytes_max=ahead_bytes_max), data, background
+
+
+def test_a_sequential_reader_finds_its_next_blocks_read_in_the_background():
+    inner, cache, data, background = streaming(200 * 1024)
+    assert cache.read("f.log", 0, 1024) == data[:1024]
+    assert inner.reads == 1 and len(background.calls) == READ_AHEAD_RUNS  # only what was asked, now
+    background.run_all()
+    assert inner.reads == 1 + READ_AHEAD_RUNS
+    for block in range(1, 200):
+        reads = inner.reads
+        assert cache.read("f.log", block * 1024, 1024) == data[block * 1024 : (block + 1) * 1024]
+        assert inner.reads == reads  # from memory: the reader itself read block 0 only
+        background.run_all()
+    assert inner.reads == 1 + -(-199 // READ_AHEAD_BLOCKS)  # one store read per run
+
+
+def test_a_read_waits_for_the_run_reading_its_block_instead_of_reading_it_again():
+    class Gated(CountingStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate = threading.Event()
+
+        def read(self, path: str, offset: int, length: int) -> bytes:
+            if offset > 0:
+                assert self.gate.wait(10), "the test never opened the gate"
+            return super().read(path, offset, length)
+
+    inner = Gated()
+    data = bytes(range(256)) * 400
+    inner.open_append("f.log").write(data)
+    with ThreadPoolExecutor(READ_AHEAD_RUNS) as background:
+        cache = CachedStore(inner, block_bytes=1024, read_ahead=background)
+        cache.read("f.log", 0, 1024)  # starts the runs; they wait at the gate
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.append(cache.read("f.log", 1024, 4096)))
+        reader.start()
+        inner.gate.set()
+        reader.join(10)
+    assert got == [data[1024:5120]]
+    assert inner.reads == 1 + READ_AHEAD_RUNS  # block 0, and the runs; blocks 1-4 were not read twice
+
+
+def test_a_run_of_a_file_truncated_while_it_was_read_is_discarded():
+    class TruncatedMeanwhile(CountingStore):
+        def read_visible(self, path: str, offset: int, length: int) -> bytes:
+            read = self.read(path, offset, length)
+            if self.size(path) > 2048:
+                cache.truncate("f.log", 2048)  # as the partition's owner could, between read and keep
+            return read
+
+    inner = TruncatedMeanwhile()
+    data = bytes(range(256)) * 400
+    inner.open_append("f.log").write(data)
+    background = Deferred()
+    cache = CachedStore(inner, block_bytes=1024, read_ahead=background)
+    cache.read("f.log", 0, 1024)
+    background.run_all()  # read ahead with read_visible, where the store has it
+    assert cache.bytes_held == 0
+    assert cache.read("f.log", 0, 10_000) == data[:2048]
+
+
+def test_blocks_a_stream_read_past_are_dropped_first():
+    inner, cache, data, background = streaming(100 * 1024)
+    cache.read("f.log", 0, 1024)  # block 0: read by the reader itself, so an ordinary block
+    background.run_all()
+    cache.read("f.log", 1024, 3 * 1024)  # blocks 1-3 read ahead; the reader is past 1 and 2
+    cache.drop_oldest()
+    cache.drop_oldest()
+    reads = inner.reads
+    assert cache.read("f.log", 0, 1024) == data[:1024] and inner.reads == reads  # block 0 stayed
+    assert cache.read("f.log", 3 * 1024, 1024) == data[3 * 1024 : 4 * 1024] and inner.reads == reads
+    assert cache.read("f.log", 1024, 1024) == data[1024:2048] and inner.reads == reads + 1  # block 1 went
+
+
+def test_past_its_bound_a_read_reads_ahead_itself():
+    inner, cache, data, background = streaming(100 * 1024, ahead_bytes_max=RUN_BYTES)
+    inner.open_append("g.log").write(data)
+    cache.read("f.log", 0, 1024)
+    assert len(background.calls) == 1  # room for one run only
+    background.run_all()
+    held = cache.bytes_held
+    assert cache.read("g.log", 0, 1024) == data[:1024]
+    assert not background.calls and cache.bytes_held == held + (1 + READ_AHEAD_BLOCKS) * 1024  # inline
