@@ -15,7 +15,8 @@ trip to a DataNode, about 10 ms for 7 MiB on the reference HDFS):
   stream on the file: READ_AHEAD_RUNS runs of READ_AHEAD_BLOCKS are read in the background,
   and each time a read reaches the last run started, one more is. The next fetches then find
   their blocks in memory while the current one is answered, and a read that needs a block of
-  a run still being read waits for that run instead of reading the block again.
+  a run still being read waits for that run instead of reading the block again (and reads a
+  run no background thread has started yet itself).
   Runs read with the store's `read_visible` where it has one (HDFS): bytes nobody asked for
   yet must not cost an active partition its writer.
   At most `ahead_bytes_max` bytes are read ahead and not read yet, in flight or held (a
@@ -62,6 +63,7 @@ class _Run:
     first: int
     count: int
     done: threading.Event = field(default_factory=threading.Event)
+    started: bool = False  # by a background thread, or by a read that needed it first
     stale: bool = False  # the file was truncated, renamed over or deleted meanwhile
 
     def holds(self, number: int) -> bool:
@@ -75,6 +77,18 @@ class _Stream:
 
     end: int
     trigger: int
+
+
+def _joined(parts: list[bytes], start: int, length: int) -> bytes:
+    """Bytes start .. start + length of the blocks `parts` put end to end, copied once."""
+    if len(parts) == 1:
+        return parts[0][start : start + length]
+    views = [memoryview(part) for part in parts]
+    views[0] = views[0][start:]
+    excess = sum(len(view) for view in views) - length
+    if excess > 0:
+        views[-1] = views[-1][: len(views[-1]) - excess]
+    return b"".join(views)
 
 
 class CachedStore:
@@ -149,9 +163,7 @@ class CachedStore:
                 break
             number = missing
         self._followed(path, first, last, missed_end)
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
-        start = offset - first * size
-        return data[start : start + length]
+        return _joined(parts, offset - first * size, length)
 
     def _cached(self, path: str, number: int) -> bytes | None:
         key = (path, number)
@@ -255,7 +267,17 @@ class CachedStore:
         return run
 
     def _read_run(self, run: _Run) -> None:
-        """Background: read a run and keep its blocks; one that ends the file ends its stream."""
+        """Background: read a run, unless a read needed it before it came up."""
+        if self._claim(run):
+            self._read_claimed(run)
+
+    def _claim(self, run: _Run) -> bool:
+        with self._lock:
+            claimed, run.started = not run.started, True
+            return claimed
+
+    def _read_claimed(self, run: _Run) -> None:
+        """Read a run and keep its blocks; one that ends the file ends its stream."""
         size = self.block_bytes
         ended = True
         try:
@@ -278,12 +300,16 @@ class CachedStore:
             run.done.set()
 
     def _wait_for_run(self, path: str, number: int) -> bool:
-        """Wait for the run reading block `number`, if one is; True if there was one."""
+        """Wait for the run reading block `number`, if one is (or read it now, if no
+        background thread has started it yet); True if there was one."""
         with self._lock:
             run = self._run_holding(path, number)
         if run is None:
             return False
-        run.done.wait(RUN_WAIT_S)
+        if self._claim(run):
+            self._read_claimed(run)
+        else:
+            run.done.wait(RUN_WAIT_S)
         return True
 
     def _run_holding(self, path: str, number: int) -> _Run | None:
