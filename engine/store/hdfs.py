@@ -106,7 +106,6 @@ WRITER_IDLE_S = 60.0  # an HDFS writer unused this long is closed
 # closes about two files a second, and 5,000 partitions over 2,000 writers close hundreds.
 CLOSING_THREADS = 64
 SWEEP_S = 1.0
-RELEASING_THREADS = 4  # writers closed for readers at once (apart from the idle closers, which may be behind)
 VISIBLE_POLL_S = (0.005, 0.05)  # while such a close runs: first and longest pause between looks at the length
 READERS_KEPT = 256  # files whose readers are kept open (one NameNode call saved per read)
 # Readers are kept for segment logs only: they only grow, and are cut only by this store's
@@ -140,6 +139,23 @@ def _read_range(reader: FileReader, offset: int, length: int) -> bytes:
     the reference HDFS: 500-600 MB/s against 270-320 on a loaded machine, 995 against 797 on
     a quiet one)."""
     return b"".join(reader.read_range_stream(offset, length))
+
+
+def _in_background(call: Callable[[], None], name: str) -> concurrent.futures.Future[None]:
+    """Run `call` on a daemon thread of its own (not a pool's: the idle closers may be far
+    behind, and a close stuck in an HDFS outage must not keep the process from exiting)."""
+    done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as error:  # noqa: BLE001 - handed to whoever waits
+            done.set_exception(error)
+        else:
+            done.set_result(None)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done
 
 
 class HdfsAppendFile:
@@ -335,7 +351,6 @@ class HdfsStore:
         self.open_writers = OpenWriters(writers_max, writer_idle_s, self._clock)
         self._readers: OrderedDict[str, FileReader] = OrderedDict()  # most recently read last
         self._readers_lock = threading.Lock()  # reads come from several worker threads
-        self._releasing = ThreadPoolExecutor(RELEASING_THREADS, "martlet-hdfs-release")
         if not read_only:
             self._client.mkdirs(self.root, create_parent=True)
 
@@ -402,7 +417,7 @@ class HdfsStore:
         """Release `own` on a thread of its own and return a reader as soon as one sees every
         byte written, without waiting out the rest of the close (see the module header)."""
         written = own.size  # every write was hsynced, and a write waits for the release
-        closing = self._releasing.submit(own.release)
+        closing = _in_background(own.release, "martlet-hdfs-release")
         pause, longest = VISIBLE_POLL_S
         while not closing.done():
             reader = self._client.read(hdfs_path)
