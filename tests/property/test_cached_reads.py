@@ -2,27 +2,14 @@
 dropped by the pool, the file growing or truncated), the block cache returns exactly what
 the store holds."""
 
-from collections.abc import Callable
-from concurrent.futures import Executor, Future
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from martlet.engine.store import MemoryStore
 from martlet.engine.store.cache import CachedStore
+from tests.unit.engine.store.test_block_cache import Deferred
 
 BLOCK = 64
-
-
-class Deferred(Executor):
-    """Keeps what was submitted; the test runs it whenever it chooses."""
-
-    def __init__(self) -> None:
-        self.calls: list[Callable[[], object]] = []
-
-    def submit(self, fn: Callable[..., object], /, *args: object, **kwargs: object) -> Future[object]:
-        self.calls.append(lambda: fn(*args, **kwargs))
-        return Future()
 
 
 steps = st.lists(st.one_of(
