@@ -14,7 +14,6 @@ import os
 import statistics
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,16 +24,13 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from martlet.compat.clients.java_driver import JavaDriver
 from tests.fixtures.martlet import wait_until
 from tests.integration.clients import confluent_consumer, confluent_create_topic, unique_topic
+from tests.integration.test_hdfs_store import _p99, store_args
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
 MEMORY = {"martlet.visibility": "memory"}
 READ_S = 30.0  # bound on a reader catching up
 RECOVERY_S = 240.0  # bound on persisting what an outage left in memory (HDFS lease recovery takes ~1-2 min)
-
-
-def store_args(hdfs) -> list[str]:
-    return ["--store", f"{hdfs.url}/martlet-{uuid.uuid4().hex[:8]}"]
 
 
 def _produce(bootstrap: str, topic: str, values: list[str], acks: str) -> list[int]:
@@ -214,11 +210,6 @@ class Load:
                 self.delivered_s.append((sent_at, time.time() - sent_at))
         finally:
             consumer.close()
-
-
-def _p99(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
 
 
 def _summary(name: str, samples: list[float]) -> str:
