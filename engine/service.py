@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from .catalog.catalog import Catalog
@@ -20,6 +19,7 @@ from .coordination.layout import unit_key
 from .groups.service import Groups, Shards
 from .ownership import Ownership
 from .partition.memory import MemoryPool
+from .partition.partition import close_logs
 from .partition.persister import FlushLimits, Persister
 from .partition.workers import Workers
 from .partitions import Partitions
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 CLUSTER_ID_PATH = "cluster-id"
-CLOSING_THREADS = 64  # partitions whose files close at once on a stop (each mostly waits for the store)
 READ_AHEAD_THREADS = 2  # runs read ahead at once (two 7 MiB reads nearly fill the reference HDFS, measured)
 READ_AHEAD_SHARE = 4  # at most this fraction of the memory budget is read ahead and not read yet
 
@@ -170,12 +169,6 @@ def _cluster_id(store: Store) -> str:
 
 
 async def _close_logs(partitions: list[Partition]) -> None:
-    """Close the partitions' files, CLOSING_THREADS at once: on HDFS a partition's close
-    seals its segment (two index files written and closed, then the log closed), and each
-    close mostly waits for the NameNode (about half a second), so one after another a
-    thousand partitions took about 25 minutes to stop."""
-    if not partitions:
-        return
-    loop = asyncio.get_running_loop()
-    with ThreadPoolExecutor(min(CLOSING_THREADS, len(partitions)), "martlet-close") as closers:
-        await asyncio.gather(*(loop.run_in_executor(closers, p.close_log) for p in partitions))
+    for error in await asyncio.to_thread(close_logs, partitions):
+        if error is not None:
+            raise error

@@ -25,7 +25,7 @@ from .cluster import ClusterView
 from .errors import InvalidPartitionCount, TopicExists
 from .log.config import LogConfig
 from .partition.memory import MemoryPool
-from .partition.partition import Partition
+from .partition.partition import Partition, close_logs
 from .partition.workers import Workers
 from .partitions import Partitions
 from .store.base import Store
@@ -269,16 +269,17 @@ class Topics:
         return topic, self._open_partitions(topic, range(old, count))
 
     def _delete_now(self, name: str, closing: list[Partition]) -> Topic:
-        for partition in closing:
-            partition.close_log()
+        for error in close_logs(closing):
+            if error is not None:
+                raise error
         return self._catalog.delete(name)
 
     def _open_changed(self, changes: CatalogChanges, closing: list[Partition]) -> list[tuple[TopicPartition, Partition]]:
-        for partition in closing:
-            try:
-                partition.close_log()
-            except OSError as error:  # its files may be gone with the topic already
+        for partition, error in zip(closing, close_logs(closing), strict=True):
+            if isinstance(error, OSError):  # its files may be gone with the topic already
                 logger.info("closing %s of a deleted topic: %s", partition.path, error)
+            elif error is not None:
+                raise error
         opened = []
         for topic in changes.created:
             opened += self._open_partitions(topic, range(topic.partition_count))

@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from ...records.build import build_control_batch
 from ...records.control import ControlType
@@ -43,6 +44,7 @@ from .workers import Workers
 
 logger = logging.getLogger(__name__)
 CLOSE_WAIT_S = 10.0  # how long close waits for a store call in progress
+CLOSING_THREADS = 64  # partitions whose files close at once (each mostly waits for the store)
 
 
 class Partition:
@@ -353,3 +355,16 @@ class Partition:
 
 def _copy(state: ProducerState) -> ProducerState:
     return ProducerState.from_bytes(state.to_bytes(0))[1]
+
+def close_logs(partitions: Sequence[Partition]) -> list[BaseException | None]:
+    """Worker thread, after each one's `close`: close the partitions' files CLOSING_THREADS at
+    once, and return each one's error (None once closed). On HDFS a partition's close seals
+    its segment (two index files written and closed, then the log closed) and mostly waits
+    for the NameNode (about half a second): one after another, a thousand partitions took
+    about 25 minutes to stop, and deleting a bench's 60 partitions outlasted DeleteTopics'
+    two-minute timeout."""
+    if not partitions:
+        return []
+    with ThreadPoolExecutor(min(CLOSING_THREADS, len(partitions)), "martlet-close") as closers:
+        futures = [closers.submit(partition.close_log) for partition in partitions]
+    return [future.exception() for future in futures]
