@@ -50,12 +50,16 @@ class Engine:
         self.cluster: ClusterView = cluster or EmbeddedCluster()  # who serves what (engine/cluster.py)
         self.producer_ids = ProducerIds(store)
         self.pool = MemoryPool(settings.memory_bytes, self.clock.monotonic)
-        # Cold consumers' next blocks are read in the background (engine/store/cache.py).
-        self._read_ahead = Workers(READ_AHEAD_THREADS, "martlet-read-ahead")
-        logs_store = CachedStore(store, self.pool.reclaim_soon, monotonic=self.clock.monotonic,
-                                 read_ahead=self._read_ahead,
-                                 ahead_bytes_max=settings.memory_bytes // READ_AHEAD_SHARE)
-        self.pool.attach_blocks(logs_store)
+        # On a store reached over the network, a block cache and read-ahead for cold consumers
+        # (engine/store/cache.py); the local disk is read directly, its page cache does both.
+        self._read_ahead: Workers | None = None
+        logs_store: Store = store
+        if getattr(store, "slow_reads", True):
+            self._read_ahead = Workers(READ_AHEAD_THREADS, "martlet-read-ahead")
+            logs_store = cached = CachedStore(store, self.pool.reclaim_soon, monotonic=self.clock.monotonic,
+                                              read_ahead=self._read_ahead,
+                                              ahead_bytes_max=settings.memory_bytes // READ_AHEAD_SHARE)
+            self.pool.attach_blocks(cached)
         limits = FlushLimits(flush_bytes=settings.flush_bytes, flush_ms=settings.flush_ms,
                              threads=settings.flush_threads, publish_ms=settings.checkpoint_publish_ms)
         self.persister = Persister(limits, self.clock, inline=not getattr(store, "slow_writes", True))
@@ -105,7 +109,8 @@ class Engine:
         await _close_logs(partitions)
         self.persister.close()
         self.partitions.shutdown()
-        self._read_ahead.shutdown()
+        if self._read_ahead is not None:
+            self._read_ahead.shutdown()
         self.topics.close()
 
     def follow_cluster(self, member: ZooKeeperCluster) -> None:

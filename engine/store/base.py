@@ -35,6 +35,12 @@ class Store(Protocol):
     """True when a write may wait on the network (HDFS): the engine then never writes from
     its event loop. False for stores whose writes only reach the local OS."""
 
+    slow_reads: bool
+    """True when a read may wait on the network (HDFS): the engine then keeps a block cache
+    in front of the store and reads ahead for cold consumers (engine/store/cache.py). False
+    for stores whose reads the operating system already caches (the local disk's page cache):
+    the engine reads those directly, one copy into the process instead of three."""
+
     def mkdir(self, path: str) -> None:
         """Create a directory and its parents; no error if it exists."""
 

@@ -98,6 +98,7 @@ class CachedStore:
         self.store = store
         self.monotonic = monotonic  # must be the memory pool's clock: both orders are compared
         self.slow_writes = getattr(store, "slow_writes", True)
+        self.slow_reads = True  # served from memory when cached, but a miss is the store's read
         self.block_bytes = block_bytes
         self.ahead_bytes_max = ahead_bytes_max
         self._on_grow = on_grow

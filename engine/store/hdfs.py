@@ -332,6 +332,7 @@ class OpenWriters:
 
 class HdfsStore:
     slow_writes = True
+    slow_reads = True
 
     def __init__(self, url: str, root: str, read_only: bool = False, clock: Clock | None = None,
                  writers_max: int = WRITERS_MAX, writer_idle_s: float = WRITER_IDLE_S,

@@ -79,6 +79,7 @@ class FileLock:
 
 class LocalStore:
     slow_writes = False
+    slow_reads = False
 
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)

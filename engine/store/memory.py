@@ -32,6 +32,7 @@ class MemoryAppendFile:
 
 class MemoryStore:
     slow_writes = False
+    slow_reads = False
 
     def __init__(self) -> None:
         self._files: dict[str, bytearray] = {}

@@ -22,6 +22,7 @@ class ReadOnlyStore:
         if getattr(store, "read_only", None) is False:
             raise ValueError(f"{type(store).__name__} writes when it reads; open it with read_only=True")
         self.store = store
+        self.slow_reads: bool = getattr(store, "slow_reads", True)
 
     def list(self, path: str) -> list[str]:
         return self.store.list(path)
