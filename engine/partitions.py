@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..records.header import BatchHeader
+from ..records.header import BatchHeader, Buffer
 from .errors import DuplicateBatch, NotServedHere, PartitionClosed, UnknownPartition
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
@@ -148,11 +148,11 @@ class Partitions:
 
     # -- reading data
 
-    async def read(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes | bytearray:
+    async def read(self, tp: TopicPartition, offset: int, max_bytes: int) -> Buffer:
         """Whole batches below the high watermark from `offset`: memory, else the store
         (which holds what is below C; above C everything is still in memory)."""
         partition = self._get(tp)
-        data = partition.read_memory(offset, max_bytes)
+        data: Buffer | None = partition.read_memory(offset, max_bytes)
         if data is None:
             data = await self._off_loop(partition.read_stored, offset, max_bytes, partition.checkpoint)
         if data:

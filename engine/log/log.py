@@ -9,7 +9,7 @@ Time comes from the injected now_ms; nothing here reads the clock itself.
 from bisect import bisect_right
 from collections.abc import Callable
 
-from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, parse_header, set_base_offset
+from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, Buffer, parse_header, set_base_offset
 from ..errors import CorruptBatch, OffsetOutOfRange
 from ..store import Store, join
 from ..store.atomic import write_atomically
@@ -174,10 +174,10 @@ class PartitionLog:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
+    def read(self, offset: int, max_bytes: int) -> Buffer:
         """Whole batches from the one holding `offset`, up to max_bytes, but at least one."""
         self._check_offset(offset)
-        parts: list[bytes] = []
+        parts: list[Buffer] = []
         remaining = max_bytes
         for segment in self._segments[self._segment_index(offset) :]:
             data, offset = segment.read(max(offset, segment.base_offset), remaining, at_least_one=not parts)
@@ -185,7 +185,7 @@ class PartitionLog:
             remaining -= len(data)
             if offset < segment.next_offset or remaining <= 0:
                 break  # stopped inside this segment: what follows would leave a hole
-        return b"".join(parts)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def batch_at(self, offset: int) -> bytes | None:
         """The batch holding `offset`, None if no readable batch does."""

@@ -35,7 +35,7 @@ Invariants:
 
 from collections.abc import Iterator, Sequence
 
-from ...records.header import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, crc_ok, iter_batches, parse_header
+from ...records.header import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, Buffer, crc_ok, iter_batches, parse_header
 from ..errors import CorruptBatch
 from ..store import AppendFile, Store
 from .config import LogConfig
@@ -188,10 +188,12 @@ class Segment:
         if not sane or header.base_offset != base_offset or position + header.size > self.size_bytes:
             raise CorruptBatch(f"{self.log_path}: bad batch at position {position}: {header}")
 
-    def read(self, offset: int, max_bytes: int, at_least_one: bool) -> tuple[bytes, int]:
+    def read(self, offset: int, max_bytes: int, at_least_one: bool) -> tuple[Buffer, int]:
         """Whole batches from the one holding `offset`, at most max_bytes of them, or
         exactly one whole batch when `at_least_one` and the first is larger. Returns the
-        bytes and the offset that follows them."""
+        bytes (a view of what was read when a batch that did not fit is cut off: a cold
+        consumer's fetch would otherwise copy a megabyte to drop its tail) and the offset
+        that follows them."""
         found = self.locate(offset)
         if found is None:
             return b"", offset
@@ -201,7 +203,7 @@ class Segment:
         length = min(max(max_bytes, first.size), self.size_bytes - position)
         data = self.store.read(self.log_path, position, length)
         end, next_offset = _whole_batches(data, first)
-        return data[:end], next_offset
+        return (data if end == len(data) else memoryview(data)[:end]), next_offset
 
     def batch_bytes(self, position: int, header: BatchHeader) -> bytes:
         data = self.store.read(self.log_path, position, header.size)

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ...records.build import build_control_batch
 from ...records.control import ControlType
-from ...records.header import BatchHeader, iter_batches, parse_header, set_base_offset, set_leader_epoch
+from ...records.header import BatchHeader, Buffer, iter_batches, parse_header, set_base_offset, set_leader_epoch
 from ..errors import Fenced, OffsetOutOfRange, PartitionClosed, StaleSession
 from ..log.config import LogConfig
 from ..log.files import read_published, write_published
@@ -265,7 +265,7 @@ class Partition:
             self.pool.read(self.tail)
         return data
 
-    def read_stored(self, offset: int, max_bytes: int, limit: int) -> bytes:
+    def read_stored(self, offset: int, max_bytes: int, limit: int) -> Buffer:
         """Worker thread: whole batches from the store, none reaching past `limit` (C when
         the read was asked for; a flush may have written more since)."""
         log, lock = self._log_state
@@ -278,7 +278,7 @@ class Partition:
             if header.next_offset > limit:
                 break
             end = position + header.size
-        return data[:end]
+        return memoryview(data)[:end]
 
     def batch_at_time(self, timestamp_ms: int) -> bytes | None:
         """The first persisted batch whose max_timestamp >= timestamp_ms."""
@@ -355,6 +355,7 @@ class Partition:
 
 def _copy(state: ProducerState) -> ProducerState:
     return ProducerState.from_bytes(state.to_bytes(0))[1]
+
 
 def close_logs(partitions: Sequence[Partition]) -> list[BaseException | None]:
     """Worker thread, after each one's `close`: close the partitions' files CLOSING_THREADS at

@@ -23,7 +23,7 @@ from kio.schema.fetch.v12.request import FetchRequest
 from ...engine.api import PartitionInfo, TopicPartition, errors
 from ..context import Context
 from ..mapping import error_code
-from ..protocol.answers import FetchableTopicAnswer, FetchAnswer, FetchPartitionDataAnswer
+from ..protocol.answers import FetchableTopicAnswer, FetchAnswer, FetchPartitionDataAnswer, Records
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from ..protocol.fetch_wire import encode_fetch_response
@@ -75,7 +75,7 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> F
     code = epoch_error(item.leader_epoch, info.session)
     if code != ErrorCode.none:
         return _answer(item, code, info)
-    records: bytes | bytearray = b""
+    records: Records = b""
     limit = min(item.max_bytes, budget_bytes)
     if limit > 0 or first:
         try:
@@ -89,7 +89,7 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> F
 
 
 def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None,
-            records: bytes | bytearray = b"") -> FetchPartitionDataAnswer:
+            records: Records = b"") -> FetchPartitionDataAnswer:
     high_watermark = info.high_watermark if info else -1  # also the LSO, until transactions exist
     return {"partition_index": item.tp.partition, "error_code": code, "high_watermark": high_watermark,
             "last_stable_offset": high_watermark, "log_start_offset": info.start_offset if info else -1,
