@@ -104,6 +104,7 @@ class CachedStore:
         self._on_grow = on_grow
         self._executor = read_ahead
         self._read_visible: Callable[[str, int, int], bytes] = getattr(store, "read_visible", store.read)
+        self._store_blocks: Callable[[str, int, int, int, bool], list[bytes]] | None = getattr(store, "read_blocks", None)
         self._lock = threading.Lock()
         self._blocks: OrderedDict[tuple[str, int], tuple[bytes, float]] = OrderedDict()
         self._held = 0
@@ -183,14 +184,23 @@ class CachedStore:
     def _fetch(self, path: str, number: int, count: int) -> list[bytes]:
         """Blocks number .. number + count - 1 read with one store call (fewer at the end of
         the file, the last one then short); the whole ones are kept."""
-        data = self.store.read(path, number * self.block_bytes, count * self.block_bytes)
-        return self._keep(path, number, data, None)
+        return self._keep(path, number, self._read_blocks(path, number, count, visible=False), None)
 
-    def _keep(self, path: str, number: int, data: bytes, run: _Run | None) -> list[bytes]:
-        """Cut `data` (read from block `number` on) into blocks and keep the whole ones,
-        unless `run` went stale while it was read."""
+    def _read_blocks(self, path: str, number: int, count: int, visible: bool) -> list[bytes]:
+        """Blocks number .. number + count - 1 with one store call (`visible`: its
+        `read_visible`), the last one short at the end of the file; [b""] past it. A store
+        that can joins what it reads into blocks itself (HDFS: its packets), else what it
+        returns is cut."""
         size = self.block_bytes
-        blocks = [data[at : at + size] for at in range(0, len(data), size)] or [b""]
+        if self._store_blocks is not None:
+            return self._store_blocks(path, number * size, count * size, size, visible) or [b""]
+        data = (self._read_visible if visible else self.store.read)(path, number * size, count * size)
+        return [data[at : at + size] for at in range(0, len(data), size)] or [b""]
+
+    def _keep(self, path: str, number: int, blocks: list[bytes], run: _Run | None) -> list[bytes]:
+        """Keep the whole ones of `blocks` (read from block `number` on), unless `run` went
+        stale while they were read."""
+        size = self.block_bytes
         now = self.monotonic()
         grew = False
         with self._lock:
@@ -282,9 +292,8 @@ class CachedStore:
         size = self.block_bytes
         ended = True
         try:
-            data = self._read_visible(run.path, run.first * size, run.count * size)
-            self._keep(run.path, run.first, data, run)
-            ended = len(data) < run.count * size
+            blocks = self._keep(run.path, run.first, self._read_blocks(run.path, run.first, run.count, visible=True), run)
+            ended = len(blocks) < run.count or len(blocks[-1]) < size
         except Exception as error:  # noqa: BLE001 - a reader that needs the blocks reads them itself
             logger.debug("reading ahead in %s failed: %s", run.path, error)
             with self._lock:

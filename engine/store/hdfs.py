@@ -133,12 +133,31 @@ def _os_errors(method: F) -> F:
     return cast(F, wrapper)
 
 
-def _read_range(reader: FileReader, offset: int, length: int) -> bytes:
+def _read_range(reader: FileReader, offset: int, length: int, piece_bytes: int = 0) -> list[bytes]:
     """`length` bytes from `offset`, taken as the DataNode's 64 KiB packets and joined once:
     twice as fast as hdfs-native's read_range for the block cache's 7 MiB runs (measured on
     the reference HDFS: 500-600 MB/s against 270-320 on a loaded machine, 995 against 797 on
-    a quiet one)."""
-    return b"".join(reader.read_range_stream(offset, length))
+    a quiet one). Joined into one piece, or into pieces of `piece_bytes` (the last one
+    shorter): the block cache's blocks, which cutting one piece would copy a second time."""
+    packets = reader.read_range_stream(offset, length)
+    if not piece_bytes:
+        return [b"".join(packets)]
+    pieces: list[bytes] = []
+    pending: list[memoryview] = []
+    held = 0
+    for packet in packets:
+        view = memoryview(packet)
+        while view:
+            take = min(len(view), piece_bytes - held)
+            pending.append(view[:take])
+            held += take
+            view = view[take:]
+            if held == piece_bytes:
+                pieces.append(b"".join(pending))
+                pending, held = [], 0
+    if pending:
+        pieces.append(b"".join(pending))
+    return pieces
 
 
 def _in_background(call: Callable[[], None], name: str) -> concurrent.futures.Future[None]:
@@ -431,20 +450,27 @@ class HdfsStore:
 
     @_os_errors
     def read(self, path: str, offset: int, length: int) -> bytes:
-        return self._read(self._hdfs_path(path), offset, length, whole=not self.read_only)
+        return self._read(self._hdfs_path(path), offset, length, whole=not self.read_only)[0]
 
     @_os_errors
     def read_visible(self, path: str, offset: int, length: int) -> bytes:
         """Up to `length` bytes from `offset` of what a reader sees now: shorter than `read`
         past the finished blocks of a file some writer has open, for which no writer is
         released and no lease recovered (see the module header)."""
-        return self._read(self._hdfs_path(path), offset, length, whole=False)
+        return self._read(self._hdfs_path(path), offset, length, whole=False)[0]
 
-    def _read(self, hdfs_path: str, offset: int, length: int, whole: bool) -> bytes:
+    @_os_errors
+    def read_blocks(self, path: str, offset: int, length: int, block_bytes: int, visible: bool) -> list[bytes]:
+        """What `read` (`visible`: `read_visible`) returns, as pieces of `block_bytes` (the
+        last one shorter; none at the end of the file): for the block cache."""
+        whole = not (visible or self.read_only)
+        return self._read(self._hdfs_path(path), offset, length, whole, block_bytes)
+
+    def _read(self, hdfs_path: str, offset: int, length: int, whole: bool, piece_bytes: int = 0) -> list[bytes]:
         kept = self._kept_reader(hdfs_path)
         if kept is not None and offset + length <= kept.size:
             try:
-                return _read_range(kept, offset, length)
+                return _read_range(kept, offset, length, piece_bytes)
             except RuntimeError:  # replaced after all (its blocks are gone): read it afresh
                 self._drop_readers(hdfs_path)
         reader = self._client.read(hdfs_path)
@@ -452,7 +478,9 @@ class HdfsStore:
             reader = self._whole_reader(hdfs_path)
         self._keep_reader(hdfs_path, reader)
         count = min(length, reader.size - offset)  # reading past the end panics in hdfs-native
-        return _read_range(reader, offset, count) if count > 0 else b""
+        if count > 0:
+            return _read_range(reader, offset, count, piece_bytes)
+        return [] if piece_bytes else [b""]
 
     def _kept_reader(self, hdfs_path: str) -> FileReader | None:
         with self._readers_lock:

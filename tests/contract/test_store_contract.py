@@ -291,6 +291,9 @@ def test_hdfs_reading_the_unfinished_block_of_an_own_open_file(reference_hdfs):
     data = bytes(range(256)) * (block // 256) + b"the unfinished block"
     file.write(data)
     assert store.read_visible("d/0.log", 0, len(data)) == data[:block]
+    # The block cache's form of the same reads: pieces of its block size, joined from packets.
+    assert store.read_blocks("d/0.log", 0, len(data), 300_000, visible=True) == [
+        data[at : min(at + 300_000, block)] for at in range(0, block, 300_000)]
     assert file.open
     assert store.read("d/0.log", block - 10, 100) == data[block - 10 :]
     assert not file.open
@@ -298,6 +301,8 @@ def test_hdfs_reading_the_unfinished_block_of_an_own_open_file(reference_hdfs):
     assert store.read("d/0.log", len(data), 100) == b", more"
     file.close()
     assert store.read_visible("d/0.log", block, 100) == b"the unfinished block, more"
+    tail = data[block - 4 :] + b", more"  # 30 bytes: two pieces of 16, the last one short
+    assert store.read_blocks("d/0.log", block - 4, 100, 16, visible=False) == [tail[:16], tail[16:]]
 
 
 @pytest.mark.java

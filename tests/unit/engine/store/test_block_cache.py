@@ -181,3 +181,32 @@ def test_past_its_bound_a_read_reads_ahead_itself():
     held = cache.bytes_held
     assert cache.read("g.log", 0, 1024) == data[:1024]
     assert not background.calls and cache.bytes_held == held + (1 + READ_AHEAD_BLOCKS) * 1024  # inline
+
+
+def test_a_store_that_reads_in_blocks_is_not_cut_by_the_cache():
+    class BlockReadingStore(CountingStore):
+        """Like HdfsStore: joins what it reads into the cache's blocks itself."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.block_reads: list[tuple[int, int, bool]] = []
+
+        def read_blocks(self, path: str, offset: int, length: int, block_bytes: int, visible: bool) -> list[bytes]:
+            self.block_reads.append((offset, length, visible))
+            data = MemoryStore.read(self, path, offset, length)
+            return [data[at : at + block_bytes] for at in range(0, len(data), block_bytes)]
+
+    inner = BlockReadingStore()
+    data = bytes(range(256)) * 40 + b"tail"
+    inner.open_append("f.log").write(data)
+    background = Deferred()
+    cache = CachedStore(inner, block_bytes=1024, read_ahead=background)
+    assert cache.read("f.log", 0, 1000) == data[:1000]
+    background.run_all()  # the stream's runs: visible reads, which end at the file's end
+    assert cache.read("f.log", 1000, 20_000) == data[1000:]
+    assert inner.reads == 0
+    run = READ_AHEAD_BLOCKS * 1024
+    assert inner.block_reads == [(0, 1024, False),  # what the reader asked for
+                                 *[(1024 + i * run, run, True) for i in range(READ_AHEAD_RUNS)],  # the runs
+                                 (10 * 1024, 11 * 1024, False)]  # the short last block, again
+    assert cache.bytes_held == 10 * 1024  # the short last block is never kept
