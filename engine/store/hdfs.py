@@ -114,6 +114,7 @@ READERS_KEPT = 256  # files whose readers are kept open (one NameNode call saved
 # renames from any node at any time, and a kept reader would read the replaced file's blocks.
 KEPT_READER_SUFFIX = ".log"
 _ABANDONED: list[FileWriter] = []  # broken writers, kept so that nothing closes or drops them
+Pieces = list[bytes]  # what a read returns, in order (in HdfsStore, `list` names its method)
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -133,7 +134,7 @@ def _os_errors(method: F) -> F:
     return cast(F, wrapper)
 
 
-def _read_range(reader: FileReader, offset: int, length: int, piece_bytes: int = 0) -> list[bytes]:
+def _read_range(reader: FileReader, offset: int, length: int, piece_bytes: int = 0) -> Pieces:
     """`length` bytes from `offset`, taken as the DataNode's 64 KiB packets and joined once:
     twice as fast as hdfs-native's read_range for the block cache's 7 MiB runs (measured on
     the reference HDFS: 500-600 MB/s against 270-320 on a loaded machine, 995 against 797 on
@@ -142,7 +143,7 @@ def _read_range(reader: FileReader, offset: int, length: int, piece_bytes: int =
     packets = reader.read_range_stream(offset, length)
     if not piece_bytes:
         return [b"".join(packets)]
-    pieces: list[bytes] = []
+    pieces: Pieces = []
     pending: list[memoryview] = []
     held = 0
     for packet in packets:
@@ -460,13 +461,13 @@ class HdfsStore:
         return self._read(self._hdfs_path(path), offset, length, whole=False)[0]
 
     @_os_errors
-    def read_blocks(self, path: str, offset: int, length: int, block_bytes: int, visible: bool) -> list[bytes]:
+    def read_blocks(self, path: str, offset: int, length: int, block_bytes: int, visible: bool) -> Pieces:
         """What `read` (`visible`: `read_visible`) returns, as pieces of `block_bytes` (the
         last one shorter; none at the end of the file): for the block cache."""
         whole = not (visible or self.read_only)
         return self._read(self._hdfs_path(path), offset, length, whole, block_bytes)
 
-    def _read(self, hdfs_path: str, offset: int, length: int, whole: bool, piece_bytes: int = 0) -> list[bytes]:
+    def _read(self, hdfs_path: str, offset: int, length: int, whole: bool, piece_bytes: int = 0) -> Pieces:
         kept = self._kept_reader(hdfs_path)
         if kept is not None and offset + length <= kept.size:
             try:
