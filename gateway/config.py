@@ -58,7 +58,10 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
     config = _apply_locations(config, gateway)
     gateway_settings = _fill(config.gateway, gateway, "gateway")
     try:
-        topic_defaults = TopicConfig().updated(dict(doc.get("topic_defaults", {})))
+        topic_section = dict(doc.get("topic_defaults", {}))
+        if "kept" in topic_section:  # the gateway's store for Kafka configs without effect, not a key
+            raise errors.InvalidConfig("unknown topic config 'kept'")
+        topic_defaults = TopicConfig().updated(topic_section)
     except errors.InvalidConfig as error:
         raise ConfigError(f"[topic_defaults]: {error}") from None
     groups = _fill(GroupLimits(), dict(doc.get("groups", {})), "groups")

@@ -63,8 +63,9 @@ TOPIC_NOTES = {
     "timestamp_type": '"create" or "append" (message.timestamp.type CreateTime / LogAppendTime)',
     "cleanup_policy": 'cleanup.policy; "delete" only, for now',
 }
-# Settings fields that are not keys of their section (sections of their own, or set by flags).
-NOT_KEYS = {"topic_defaults", "groups", "listen_host", "listen_port", "advertised_host", "advertised_port"}
+# Settings fields that are not keys of their section (sections of their own, set by flags, or
+# the Kafka topic configs a topic keeps without effect, set through Kafka's APIs only).
+NOT_KEYS = {"topic_defaults", "groups", "listen_host", "listen_port", "advertised_host", "advertised_port", "kept"}
 
 
 def defaults_toml() -> str:

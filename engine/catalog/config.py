@@ -8,7 +8,8 @@ from typing import Any
 
 from ..errors import InvalidConfig
 
-ConfigValue = int | str
+Kept = tuple[tuple[str, str], ...]  # (name, value) pairs, sorted by name
+ConfigValue = int | str | Kept
 Overrides = dict[str, ConfigValue]  # engine config names -> values, as a topic overrides them
 
 FLUSH_MODES = ("async", "sync")
@@ -28,6 +29,10 @@ class TopicConfig:
     visibility: str = "persisted"
     timestamp_type: str = "create"
     cleanup_policy: str = "delete"
+    # Settings a client gave that the engine keeps with the topic without acting on them (the
+    # gateway's, by the gateway's names: Kafka's configs that mean nothing here, see
+    # gateway/topic_configs.py).
+    kept: Kept = ()
 
     def updated(self, changes: Mapping[str, ConfigValue]) -> TopicConfig:
         """A copy with `changes` applied and checked; unknown names are an error."""
@@ -35,6 +40,8 @@ class TopicConfig:
         for name in changes:
             if name not in known:
                 raise InvalidConfig(f"unknown topic config {name!r}")
+        if "kept" in changes:  # read back from JSON as lists
+            changes = {**changes, "kept": _pairs(changes["kept"])}
         result = replace(self, **changes)  # type: ignore[arg-type]  # check() below validates each value
         result.check()
         return result
@@ -52,6 +59,14 @@ class TopicConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _pairs(value: object) -> Kept:
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+            for pair in value):
+        raise InvalidConfig(f"kept must be (name, value) pairs of strings, not {value!r}")
+    return tuple(sorted((name, text) for name, text in value))
 
 
 def _at_least(name: str, value: int, low: int) -> None:
