@@ -1,16 +1,14 @@
-"""Where engine errors and settings meet Kafka codes and names (the only such place)."""
+"""Where engine errors and settings meet Kafka codes and names (the only such place, with
+topic_configs.py for topic configs)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
-from ..engine.api import ConfigValue, GroupError, Overrides, TopicConfig
+from ..engine.api import GroupError
 from ..engine.api import errors as engine_errors
 from ..records.errors import InvalidBatch, Reason
+from .topic_configs import NullValue
 
 _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (engine_errors.CorruptBatch, ErrorCode.corrupt_message),
@@ -22,6 +20,7 @@ _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (engine_errors.UnknownTopic, ErrorCode.unknown_topic_or_partition),
     (engine_errors.UnknownPartition, ErrorCode.unknown_topic_or_partition),
     (engine_errors.InvalidPartitionCount, ErrorCode.invalid_partitions),
+    (NullValue, ErrorCode.invalid_request),
     (engine_errors.InvalidConfig, ErrorCode.invalid_config),
     (engine_errors.StaleSession, ErrorCode.fenced_leader_epoch),
     (engine_errors.PartitionClosed, ErrorCode.not_leader_or_follower),
@@ -56,71 +55,6 @@ _BATCH_CODES = {
 
 def batch_code(invalid: InvalidBatch) -> ErrorCode:
     return _BATCH_CODES[invalid.reason]
-
-
-# -- topic configuration: Kafka names and string values <-> engine names and values
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigName:
-    kafka: str
-    engine: str
-    to_engine: Callable[[str], ConfigValue]
-    to_kafka: Callable[[Any], str]
-    type_code: int  # DescribeConfigs v3+ config_type: 3 INT, 5 LONG, 2 STRING
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise engine_errors.InvalidConfig(f"{text!r} is not an integer") from None
-
-
-def _choice(table: dict[str, str]) -> Callable[[str], str]:
-    def convert(text: str) -> str:
-        if text not in table:
-            raise engine_errors.InvalidConfig(f"{text!r} is not one of {', '.join(table)}")
-        return table[text]
-    return convert
-
-
-_TIMESTAMP_TYPES = {"CreateTime": "create", "LogAppendTime": "append"}
-_CLEANUP_POLICIES = {"delete": "delete"}
-_FLUSH_MODES = {"async": "async", "sync": "sync"}
-_VISIBILITIES = {"persisted": "persisted", "memory": "memory"}
-
-CONFIG_NAMES = [
-    ConfigName("cleanup.policy", "cleanup_policy", _choice(_CLEANUP_POLICIES), str, 7),
-    ConfigName("max.message.bytes", "max_batch_bytes", _int, str, 3),
-    ConfigName("message.timestamp.type", "timestamp_type", _choice(_TIMESTAMP_TYPES),
-               {v: k for k, v in _TIMESTAMP_TYPES.items()}.__getitem__, 2),
-    ConfigName("retention.bytes", "retention_bytes", _int, str, 5),
-    ConfigName("retention.ms", "retention_ms", _int, str, 5),
-    ConfigName("segment.bytes", "segment_bytes", _int, str, 3),
-    ConfigName("segment.ms", "segment_ms", _int, str, 5),
-    ConfigName("martlet.flush.mode", "flush_mode", _choice(_FLUSH_MODES), str, 2),
-    ConfigName("martlet.visibility", "visibility", _choice(_VISIBILITIES), str, 2),
-]
-BY_KAFKA = {c.kafka: c for c in CONFIG_NAMES}
-BY_ENGINE = {c.engine: c for c in CONFIG_NAMES}
-
-
-def config_to_engine(name: str, value: str | None) -> tuple[str, ConfigValue]:
-    spec = BY_KAFKA.get(name)
-    if spec is None:
-        raise engine_errors.InvalidConfig(f"unknown or unsupported topic config {name!r}")
-    if value is None:
-        raise engine_errors.InvalidConfig(f"config {name!r} needs a value")
-    return spec.engine, spec.to_engine(value)
-
-
-def configs_to_engine(pairs: dict[str, str | None]) -> Overrides:
-    return dict(config_to_engine(name, value) for name, value in pairs.items())
-
-
-def engine_overrides_to_kafka(config: TopicConfig, overrides: frozenset[str]) -> dict[str, str]:
-    return {BY_ENGINE[name].kafka: BY_ENGINE[name].to_kafka(getattr(config, name)) for name in overrides}
 
 
 # -- consumer groups

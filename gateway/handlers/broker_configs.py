@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from ...engine.api import NodeIdentity
 from ..context import Context
-from ..mapping import BY_ENGINE
 from ..protocol.answers import DescribeConfigsResourceResultAnswer, DescribeConfigsSynonymAnswer
+from ..topic_configs import BY_ENGINE
 from .metadata import address
 
 STATIC, DEFAULT = 4, 5  # Kafka's ConfigSource.STATIC_BROKER_CONFIG, DEFAULT_CONFIG

@@ -18,25 +18,23 @@ from kio.schema.incremental_alter_configs.v1.request import AlterableConfig, Inc
 
 from ...engine.api import Topic, errors
 from ..context import Context
-from ..mapping import BY_KAFKA, CONFIG_NAMES, config_to_engine, engine_overrides_to_kafka, error_code
+from ..mapping import error_code
 from ..protocol.answers import (
     AlterConfigsAnswer,
     AlterConfigsResourceAnswer,
     CreateTopicsCreatableTopicConfigsAnswer,
     DescribeConfigsAnswer,
-    DescribeConfigsResourceResultAnswer,
     DescribeConfigsResultAnswer,
     IncrementalAlterConfigsAnswer,
 )
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
+from ..topic_configs import described, kafka_overrides, to_overrides
 from .api import handles
 from .broker_configs import BrokerNotFound, broker_entries, live_node
 
 TOPIC = 2
 BROKER = 4
-SOURCE_TOPIC = 1
-SOURCE_DEFAULT = 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 # One entry's shape serves DescribeConfigs and CreateTopics (whose shape has no synonyms,
@@ -47,16 +45,9 @@ Altered = AlterConfigsResourceAnswer
 NewOverrides = Callable[[dict[str, str]], dict[str, str | None]]
 
 
-def describe_topic_configs(topic: Topic, keys: Iterable[str] | None) -> list[ConfigEntry]:
-    entries: list[ConfigEntry] = []
-    for spec in CONFIG_NAMES:
-        if keys and spec.kafka not in keys:
-            continue
-        overridden = spec.engine in topic.overrides
-        entries.append({"name": spec.kafka, "value": spec.to_kafka(getattr(topic.config, spec.engine)),
-                        "read_only": False, "config_source": SOURCE_TOPIC if overridden else SOURCE_DEFAULT,
-                        "is_sensitive": False})
-    return entries
+def describe_topic_configs(ctx: Context, topic: Topic, keys: Iterable[str] | None) -> list[ConfigEntry]:
+    return [{"name": d.config.name, "value": d.value, "read_only": False, "config_source": d.source,
+             "is_sensitive": False} for d in described(topic, ctx.topics.defaults, keys)]
 
 
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
@@ -81,14 +72,11 @@ def _describe_one(ctx: Context, resource: DescribeConfigsResource, synonyms: boo
         topic = ctx.topics.get(resource.resource_name)
     except errors.EngineError as error:
         return answer | {"error_code": error_code(error), "error_message": str(error)}
-    return answer | {"configs": [_described(entry) for entry in describe_topic_configs(topic, resource.configuration_keys)]}
-
-
-def _described(entry: ConfigEntry) -> DescribeConfigsResourceResultAnswer:
-    """An entry as DescribeConfigs shows it: with synonyms (none), type and documentation."""
-    return {"name": entry["name"], "value": entry["value"], "read_only": entry["read_only"],
-            "config_source": entry["config_source"], "is_sensitive": entry["is_sensitive"], "synonyms": [],
-            "config_type": BY_KAFKA[entry["name"]].type_code, "documentation": None}
+    return answer | {"configs": [
+        {"name": d.config.name, "value": d.value, "read_only": False, "config_source": d.source,
+         "is_sensitive": False, "synonyms": d.synonyms if synonyms else [], "config_type": d.config.type_code,
+         "documentation": None}
+        for d in described(topic, ctx.topics.defaults, resource.configuration_keys)]}
 
 
 @handles(ApiKey.ALTER_CONFIGS, 0, 2)
@@ -154,8 +142,7 @@ async def _alter(ctx: Context, resource_type: int, name: str, new_overrides: New
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": "only topic configs can be altered"}
     try:
         topic = ctx.topics.get(name)
-        current = engine_overrides_to_kafka(topic.config, topic.overrides)
-        overrides = dict(config_to_engine(key, value) for key, value in new_overrides(current).items())
+        overrides = to_overrides(new_overrides(kafka_overrides(topic)))
         await ctx.topics.reconfigure(topic.name, overrides, validate_only)
     except errors.EngineError as error:
         return answer | {"error_code": error_code(error), "error_message": str(error)}

@@ -27,7 +27,7 @@ from kio.schema.errors import ErrorCode
 
 from ...engine.api import TopicPartition, errors
 from ..context import Context
-from ..mapping import configs_to_engine, error_code
+from ..mapping import error_code
 from ..protocol.answers import (
     CreatePartitionsAnswer,
     CreatePartitionsTopicResultAnswer,
@@ -38,6 +38,7 @@ from ..protocol.answers import (
 )
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
+from ..topic_configs import to_overrides
 from .api import handles
 from .common import millis, within
 from .configs import describe_topic_configs
@@ -88,7 +89,7 @@ async def _create_one(ctx: Context, wanted: CreatableTopic, validate_only: bool,
     count = len(leaders) if leaders else wanted.num_partitions
     count = ctx.settings.default_partitions if count == -1 else count
     try:
-        overrides = configs_to_engine({c.name: c.value for c in wanted.configs})
+        overrides = to_overrides({c.name: c.value for c in wanted.configs})
         if validate_only:
             ctx.topics.check_new(wanted.name, count, overrides)
             return {"name": wanted.name, "error_code": ErrorCode.none, "num_partitions": count,
@@ -101,7 +102,7 @@ async def _create_one(ctx: Context, wanted: CreatableTopic, validate_only: bool,
     if leaders:
         await ctx.cluster.reassign({TopicPartition(topic.name, index): node for index, node in enumerate(leaders)})
     return {"name": topic.name, "topic_id": topic.resource.uid, "error_code": ErrorCode.none,
-            "num_partitions": count, "replication_factor": factor, "configs": describe_topic_configs(topic, None)}
+            "num_partitions": count, "replication_factor": factor, "configs": describe_topic_configs(ctx, topic, None)}
 
 
 def _replication(ctx: Context, wanted: CreatableTopic) -> tuple[int, list[int]]:

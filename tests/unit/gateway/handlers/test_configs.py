@@ -1,6 +1,6 @@
 """DescribeConfigs, AlterConfigs (replaces overrides) and IncrementalAlterConfigs for topics."""
 
-from martlet.gateway.mapping import CONFIG_NAMES
+from martlet.gateway.topic_configs import CONFIGS
 
 from .harness import ALTER_CONFIGS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Broker
 
@@ -22,7 +22,7 @@ def test_overrides_have_source_1_and_defaults_source_5(broker: Broker) -> None:
     result = describe(broker, "t")
     assert (result.error_code, result.resource_name) == (0, "t")
     configs = {c.name: c for c in result.configs}
-    assert set(configs) == {spec.kafka for spec in CONFIG_NAMES}
+    assert set(configs) == {config.name for config in CONFIGS}
     assert (configs["retention.ms"].value, configs["retention.ms"].config_source) == ("1000", 1)
     assert (configs["max.message.bytes"].value, configs["max.message.bytes"].config_source) == ("2000", 1)
     assert (configs["segment.ms"].value, configs["segment.ms"].config_source) == ("604800000", 5)
@@ -36,7 +36,7 @@ def test_configuration_keys_select_entries(broker: Broker) -> None:
     result = describe(broker, "t", ["retention.ms", "cleanup.policy", "no.such.key"])
     assert sorted((c.name, c.value) for c in result.configs) == [("cleanup.policy", "delete"),
                                                                   ("retention.ms", "1000")]
-    assert len(describe(broker, "t", []).configs) == len(CONFIG_NAMES)
+    assert len(describe(broker, "t", []).configs) == len(CONFIGS)
 
 
 def test_unknown_topic_and_broker_resources(broker: Broker) -> None:

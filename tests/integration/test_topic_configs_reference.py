@@ -1,0 +1,103 @@
+"""Topic configs answer as the reference Apache Kafka does: the same names, types, defaults,
+sources and synonyms in DescribeConfigs, and the same error code and message for every value
+in a table of good and bad ones, set through IncrementalAlterConfigs and CreateTopics.
+
+Differences, each with its reason (the rest must match):
+- Martlet adds martlet.flush.mode and martlet.visibility;
+- the reference fixture sets min.insync.replicas as a dynamic broker default;
+- cleanup.policy with compact (or empty) is refused: Martlet does not compact logs yet;
+- min.cleanable.dirty.ratio=NaN is refused, where Kafka takes it.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from martlet.gateway.topic_configs import CONFIGS
+from tests.integration.test_cluster_admin_reference import CREATE_TOPICS, DESCRIBE_CONFIGS, Both, _create
+
+pytestmark = [pytest.mark.integration, pytest.mark.java]
+
+INCREMENTAL_ALTER_CONFIGS = 44
+TOPIC = 2
+SET = 0
+OWN = {"martlet.flush.mode", "martlet.visibility"}
+FIXTURE_SET = {"min.insync.replicas"}
+NOT_SERVED = {("cleanup.policy", v) for v in ("", "compact", "compact,delete", "delete,compact", "delete, compact")}
+VALUES = ["x", "", " 5", "1.5", "TRUE", "false", "-9223372036854775808", "-131073", "-131072", "-3", "-2", "-1", "0",
+          "1", "4", "9", "10", "17", "18", "22", "23", "1048575", "1048576", "2147483647", "2147483648",
+          "9223372036854775807", "9223372036854775808", "compact", "delete", "compact,delete", "delete, compact",
+          "delete,delete", "compact,", "*", "0:1", "0:1,1:1", "a:b", "gzip", "GZIP", "producer", "CreateTime",
+          "0.5", "1e-3", None]
+
+
+@pytest.fixture
+def both(martlet, reference_kafka):
+    pair = Both(martlet.bootstrap, reference_kafka.bootstrap)
+    try:
+        yield pair
+    finally:
+        pair.close()
+
+
+def _describe(both: Both, topic: str) -> tuple[dict[str, object], dict[str, object]]:
+    body = {"resources": [{"resource_type": TOPIC, "resource_name": topic, "configuration_keys": None}],
+            "include_synonyms": True, "include_documentation": False}
+    ours, theirs = both.ask(DESCRIBE_CONFIGS, 4, body)
+    return ({c.name: c for c in ours.results[0].configs}, {c.name: c for c in theirs.results[0].configs})
+
+
+def _shown(entry: object) -> tuple[object, ...]:
+    return (entry.value, entry.read_only, int(entry.config_source), entry.is_sensitive, int(entry.config_type),
+            [(s.name, s.value, int(s.source)) for s in entry.synonyms])
+
+
+def test_describe_shows_kafkas_names_defaults_sources_and_synonyms(both: Both) -> None:
+    topic = f"configs-{uuid.uuid4().hex[:8]}"
+    _create(both, topic, 1)
+    ours, theirs = _describe(both, topic)
+    assert set(ours) - OWN == set(theirs)
+    assert {config.name for config in CONFIGS} - OWN == set(theirs)
+    different = {name: (_shown(ours[name]), _shown(theirs[name])) for name in theirs
+                 if name not in FIXTURE_SET and _shown(ours[name]) != _shown(theirs[name])}
+    assert different == {}
+
+    changes = {"retention.ms": " +1000", "flush.ms": "10", "compression.type": "zstd", "preallocate": "TRUE",
+               "min.cleanable.dirty.ratio": "1e-3", "cleanup.policy": "delete, delete",
+               "follower.replication.throttled.replicas": "0:1, 1:1"}
+    body = {"resources": [{"resource_type": TOPIC, "resource_name": topic, "configs": [
+        {"name": n, "config_operation": SET, "value": v} for n, v in changes.items()]}], "validate_only": False}
+    for answer in both.ask(INCREMENTAL_ALTER_CONFIGS, 1, body):
+        assert answer.responses[0].error_code == 0, answer
+    ours, theirs = _describe(both, topic)
+    assert {name: _shown(ours[name]) for name in changes} == {name: _shown(theirs[name]) for name in changes}
+
+
+def test_every_config_takes_and_refuses_values_as_kafka_does(both: Both) -> None:
+    topic = f"checks-{uuid.uuid4().hex[:8]}"
+    _create(both, topic, 1)
+    different = {}
+    for config in CONFIGS:
+        if config.name in OWN:
+            continue
+        for value in VALUES:
+            if (config.name, value) in NOT_SERVED:
+                continue
+            body = {"resources": [{"resource_type": TOPIC, "resource_name": topic, "configs": [
+                {"name": config.name, "config_operation": SET, "value": value}]}], "validate_only": True}
+            ours, theirs = (a.responses[0] for a in both.ask(INCREMENTAL_ALTER_CONFIGS, 1, body))
+            if (ours.error_code, ours.error_message) != (theirs.error_code, theirs.error_message):
+                different[(config.name, value)] = ((ours.error_code, ours.error_message),
+                                                   (theirs.error_code, theirs.error_message))
+    assert different == {}
+
+
+def test_create_topics_refuses_bad_configs_as_kafka_does(both: Both) -> None:
+    for name, value in [("retention.ms", "-5"), ("segment.bytes", "10"), ("no.such.config", "1"),
+                        ("compression.type", "brotli"), ("cleanup.policy", "compact,")]:
+        body = {"topics": [{"name": f"bad-{uuid.uuid4().hex[:8]}", "num_partitions": 1, "replication_factor": 1,
+                            "configs": [{"name": name, "value": value}]}], "timeout": 30_000, "validate_only": True}
+        ours, theirs = (a.topics[0] for a in both.ask(CREATE_TOPICS, 7, body))
+        assert (ours.error_code, ours.error_message) == (theirs.error_code, theirs.error_message), (name, value)
