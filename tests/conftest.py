@@ -5,5 +5,6 @@ pytest_plugins = [
     "tests.fixtures.hdfs",
     "tests.fixtures.kafka_reference",
     "tests.fixtures.martlet",
+    "tests.fixtures.reference_pair",
     "tests.fixtures.zookeeper",
 ]

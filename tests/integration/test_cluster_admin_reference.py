@@ -9,13 +9,12 @@ them. Values differ (ports, paths, defaults the reference fixture sets).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 from martlet.gateway.protocol.codec import build, request_type
-from tests.fixtures.martlet import wait_until
+from tests.fixtures.reference_pair import Both
 from tests.integration.raw_client import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
@@ -32,35 +31,6 @@ SAME_SOURCE = ("broker.id", "node.id", "process.roles", "listeners", "advertised
                "auto.create.topics.enable", "log.retention.bytes", "log.segment.bytes", "message.max.bytes",
                "socket.request.max.bytes", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
                "group.max.size", "offsets.retention.minutes", "log.cleanup.policy", "log.message.timestamp.type")
-
-
-class Both:
-    """One raw connection to each broker; `ask` sends the same request to both."""
-
-    def __init__(self, martlet: str, reference: str) -> None:
-        self.martlet = RawClient(martlet)
-        self.reference = RawClient(reference)
-
-    def ask(self, api_key: int, version: int, body: Mapping[str, Any]) -> tuple[Any, Any]:
-        request = build(request_type(api_key, version), body)
-        return self.martlet.request(request), self.reference.request(request)
-
-    def each(self, check: Callable[[RawClient], bool], timeout_s: float = 30.0) -> None:
-        for client in (self.martlet, self.reference):
-            assert wait_until(lambda c=client: check(c), timeout_s)
-
-    def close(self) -> None:
-        self.martlet.close()
-        self.reference.close()
-
-
-@pytest.fixture
-def both(martlet, reference_kafka):
-    pair = Both(martlet.bootstrap, reference_kafka.bootstrap)
-    try:
-        yield pair
-    finally:
-        pair.close()
 
 
 def _topic(prefix: str) -> str:

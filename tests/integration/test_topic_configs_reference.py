@@ -16,7 +16,8 @@ import uuid
 import pytest
 
 from martlet.gateway.topic_configs import CONFIGS
-from tests.integration.test_cluster_admin_reference import CREATE_TOPICS, DESCRIBE_CONFIGS, Both, _create
+from tests.fixtures.reference_pair import Both
+from tests.integration.test_cluster_admin_reference import CREATE_TOPICS, DESCRIBE_CONFIGS, _create
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -31,15 +32,6 @@ VALUES = ["x", "", " 5", "1.5", "TRUE", "false", "-9223372036854775808", "-13107
           "9223372036854775807", "9223372036854775808", "compact", "delete", "compact,delete", "delete, compact",
           "delete,delete", "compact,", "*", "0:1", "0:1,1:1", "a:b", "gzip", "GZIP", "producer", "CreateTime",
           "0.5", "1e-3", None]
-
-
-@pytest.fixture
-def both(martlet, reference_kafka):
-    pair = Both(martlet.bootstrap, reference_kafka.bootstrap)
-    try:
-        yield pair
-    finally:
-        pair.close()
 
 
 def _describe(both: Both, topic: str) -> tuple[dict[str, object], dict[str, object]]:
