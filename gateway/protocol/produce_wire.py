@@ -14,7 +14,8 @@ for requests and v1 for responses):
                topic_data [name string, partition_data [index int32, records nullable bytes]]
     response : responses [name, partition_responses [index int32, error_code int16,
                base_offset int64, log_append_time_ms int64, log_start_offset int64 (v5+),
-               record_errors [] (v8+), error_message nullable string (v8+)]],
+               record_errors [batch_index int32, batch_index_error_message nullable string]
+               (v8+), error_message nullable string (v8+)]],
                throttle_time_ms int32
 
 Records are returned as read-only views of the frame: nothing is copied on the way in.
@@ -171,7 +172,13 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
             if version >= 5:
                 out += I64.pack(p["log_start_offset"])
             if version >= 8:
-                length(out, 0, flexible)  # record_errors: Martlet refuses whole batches
+                record_errors = p.get("record_errors", ())  # the records that made a batch refused
+                length(out, len(record_errors), flexible)
+                for record_error in record_errors:
+                    out += I32.pack(record_error["batch_index"])
+                    string(out, record_error.get("batch_index_error_message"), flexible)
+                    if flexible:
+                        out.append(0)
                 string(out, p.get("error_message"), flexible)
             if flexible:
                 _current_leader(out, p.get("current_leader") if version >= CURRENT_LEADER_FROM else None)

@@ -61,6 +61,8 @@ PARTITION = st.fixed_dictionaries({
     "log_append_time": st.integers(-3, 4_102_444_800_000),  # kio's writer takes dates up to year 9999
     "log_start_offset": I64}, optional={
         "error_message": st.none() | TEXT,
+        "record_errors": st.lists(st.fixed_dictionaries({"batch_index": I32,
+                                                         "batch_index_error_message": st.none() | TEXT}), max_size=3),
         "current_leader": st.fixed_dictionaries({"leader_id": I32 | st.just(-1), "leader_epoch": I32 | st.just(-1)})})
 ANSWER = st.fixed_dictionaries({
     "responses": st.lists(st.fixed_dictionaries({"name": TEXT, "partition_responses": st.lists(PARTITION, max_size=3)}),
