@@ -3,9 +3,10 @@ its type, default and validation as Kafka has them, the broker config its defaul
 from, and what Martlet does with it; plus Martlet's own two (martlet.flush.mode,
 martlet.visibility).
 
-A config is either honoured (`engine`: the engine setting that acts on it) or kept: checked,
-stored with the topic (TopicConfig.kept) and shown by DescribeConfigs, but without effect,
-for the reason `inert` gives. ARCHITECTURE.md ("Topic configs") lists the kept ones.
+A config is either honoured by the engine (`engine`: the setting that acts on it) or kept:
+checked, stored with the topic (TopicConfig.kept) and shown by DescribeConfigs. A kept config
+is honoured by the gateway (the timestamp window, `timestamp_window`) or without effect, for
+the reason `inert` gives. ARCHITECTURE.md ("Topic configs") lists them.
 
 Checking follows Kafka's ConfigDef, compared value by value with the reference broker
 (tests/integration/test_topic_configs_reference.py): a value is trimmed; an INT or LONG is a
@@ -17,13 +18,14 @@ INVALID_REQUEST. One difference: min.cleanable.dirty.ratio refuses NaN, which Ka
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ..engine.api import ConfigValue, Overrides, Topic, TopicConfig
+from ..engine.api import ConfigValue, Kept, Overrides, Topic, TopicConfig
 from ..engine.api import errors as engine_errors
 from .protocol.answers import DescribeConfigsSynonymAnswer
 
@@ -151,7 +153,7 @@ class KafkaTopicConfig:
     synonym: str | None = None  # the broker config a default comes from
     listed_default: bool = True  # Kafka lists the synonym's default among the synonyms
     engine: str | None = None  # the engine setting that honours it; None: kept
-    inert: str = ""  # why a kept config has no effect
+    inert: str = ""  # why a kept config has no effect ("": the gateway honours it)
     to_engine: Callable[[str], ConfigValue] = int
     to_kafka: Callable[[ConfigValue], str] = str
 
@@ -222,9 +224,9 @@ CONFIGS: tuple[KafkaTopicConfig, ...] = (
     KafkaTopicConfig("max.decompressed.message.bytes", INT, "2147483639", _integer("INT", 1, 2147483639),
                      "max.decompressed.message.bytes", inert=NOT_YET),
     KafkaTopicConfig("message.timestamp.after.max.ms", LONG, "3600000", _integer("LONG", 0),
-                     "log.message.timestamp.after.max.ms", inert=NOT_YET),
+                     "log.message.timestamp.after.max.ms"),  # kept, and honoured by Produce (timestamp_window)
     KafkaTopicConfig("message.timestamp.before.max.ms", LONG, str(LONG_MAX), _integer("LONG", 0),
-                     "log.message.timestamp.before.max.ms", inert=NOT_YET),
+                     "log.message.timestamp.before.max.ms"),
     KafkaTopicConfig("min.cleanable.dirty.ratio", DOUBLE, "0.5", _ratio, "log.cleaner.min.cleanable.ratio",
                      inert=NO_COMPACTION),
     KafkaTopicConfig("min.compaction.lag.ms", LONG, "0", _integer("LONG", 0), "log.cleaner.min.compaction.lag.ms",
@@ -285,6 +287,18 @@ def kafka_overrides(topic: Topic) -> dict[str, str]:
             config = BY_ENGINE[engine_name]
             found[config.name] = config.to_kafka(getattr(topic.config, engine_name))
     return found
+
+
+def timestamp_window(topic: Topic) -> tuple[int, int]:
+    """(message.timestamp.before.max.ms, message.timestamp.after.max.ms) of a topic."""
+    return _window(topic.config.kept)
+
+
+@functools.lru_cache(maxsize=1024)
+def _window(kept: Kept) -> tuple[int, int]:
+    values = dict(kept)
+    return (int(values.get("message.timestamp.before.max.ms", BY_NAME["message.timestamp.before.max.ms"].default)),
+            int(values.get("message.timestamp.after.max.ms", BY_NAME["message.timestamp.after.max.ms"].default)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,9 @@
   then answered REQUEST_TIMED_OUT, as Kafka answers when replication is slow; the
   producer's retry is recognised as a duplicate if it is idempotent. (Waits end a little
   before timeout_ms, see _answer_within.)
+- On a CreateTime topic, records stamped more than message.timestamp.before.max.ms before
+  now or message.timestamp.after.max.ms after it (Kafka's default: one hour) refuse their
+  batch with INVALID_TIMESTAMP, each named in record_errors with Kafka's message.
 - A partition this node is opening (a cluster just moved it here) is waited for, up to
   timeout_ms, rather than refused: see Partitions.wait_opened.
 - Once its batches are appended, the request lets its connection go on to the next one
@@ -24,8 +27,9 @@ import time
 from kio.schema.errors import ErrorCode
 
 from ...engine.api import Durability, Topic, TopicPartition, errors
+from ...records.decode import record_times
 from ...records.errors import InvalidBatch
-from ...records.header import stamp_log_append_time
+from ...records.header import BatchHeader, stamp_log_append_time
 from ...records.validate import validate_produced
 from ..context import Context
 from ..mapping import batch_code, error_code
@@ -33,17 +37,21 @@ from ..ordering import next_request_may_start
 from ..protocol.answers import (
     PartitionProduceAnswer,
     ProduceAnswer,
+    ProduceBatchIndexAndErrorMessageAnswer,
     ProduceNodeEndpointAnswer,
     TopicProduceAnswer,
 )
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from ..protocol.produce_wire import PartitionData, ProduceRequest, TopicData, decode_produce, encode_produce_response
+from ..topic_configs import LONG_MAX, timestamp_window
 from .api import Codec, handles
 from .common import millis
 
 ACKS_ALLOWED = (0, 1, -1)
 DURABILITY = {0: Durability.MEMORY, 1: Durability.MEMORY, -1: Durability.PERSISTED}
+NO_TIMESTAMP = -1  # a record without a timestamp, which no timestamp window refuses
+INVALID_TIMESTAMP = "One or more records have been rejected due to invalid timestamp"  # Kafka's words
 
 
 @handles(ApiKey.PRODUCE, 3, 11, Codec(decode_produce, encode_produce_response))
@@ -148,6 +156,8 @@ def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data:
         if topic.config.timestamp_type == "append":
             append_time = ctx.clock.now_ms()
             header = stamp_log_append_time(batch, append_time)
+        elif refused := _outside_window(batch, header, timestamp_window(topic), ctx.clock.now_ms()):
+            return _failure(index, ErrorCode.invalid_timestamp, INVALID_TIMESTAMP) | {"record_errors": refused}
         appended = ctx.partitions.append(tp, batch, header, DURABILITY[request.acks])
     except InvalidBatch as invalid:
         return _failure(index, batch_code(invalid), str(invalid))
@@ -183,6 +193,23 @@ def _point_to_leader(ctx: Context, tp: TopicPartition, failure: PartitionProduce
     if leader is not None and leader.node_id != ctx.node_id:
         failure["current_leader"] = {"leader_id": leader.node_id,
                                      "leader_epoch": ctx.cluster.leader_epoch_of(tp.topic, tp.partition)}
+
+
+def _outside_window(batch: bytearray, header: BatchHeader, window: tuple[int, int],
+                    now_ms: int) -> list[ProduceBatchIndexAndErrorMessageAnswer]:
+    """The records of a CreateTime batch whose timestamps are more than before_ms before now or
+    after_ms after it (message.timestamp.before/after.max.ms), with Kafka's message for each;
+    NO_TIMESTAMP (-1) is never refused. With the default before_ms (no limit) a batch whose
+    max_timestamp is in range is not decoded."""
+    before_ms, after_ms = window
+    low, high = now_ms - before_ms, now_ms + after_ms
+    if header.max_timestamp <= high and before_ms == LONG_MAX:
+        return []
+    return [{"batch_index": offset - header.base_offset,
+             "batch_index_error_message": f"Timestamp {timestamp} of message with offset {offset} is out of range. "
+                                          f"The timestamp should be within [{low}, {high}]"}
+            for offset, timestamp in record_times(batch)
+            if timestamp != NO_TIMESTAMP and not low <= timestamp <= high]
 
 
 def _failure(index: int, code: ErrorCode, message: str) -> PartitionProduceAnswer:

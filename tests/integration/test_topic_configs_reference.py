@@ -11,16 +11,20 @@ Differences, each with its reason (the rest must match):
 
 from __future__ import annotations
 
+import re
+import time
 import uuid
 
 import pytest
 
 from martlet.gateway.topic_configs import CONFIGS
 from tests.fixtures.reference_pair import Both
+from tests.integration.raw_client import record_batch
 from tests.integration.test_cluster_admin_reference import CREATE_TOPICS, DESCRIBE_CONFIGS, _create
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
+PRODUCE = 0
 INCREMENTAL_ALTER_CONFIGS = 44
 TOPIC = 2
 SET = 0
@@ -93,3 +97,27 @@ def test_create_topics_refuses_bad_configs_as_kafka_does(both: Both) -> None:
                             "configs": [{"name": name, "value": value}]}], "timeout": 30_000, "validate_only": True}
         ours, theirs = (a.topics[0] for a in both.ask(CREATE_TOPICS, 7, body))
         assert (ours.error_code, ours.error_message) == (theirs.error_code, theirs.error_message), (name, value)
+
+
+def _refusals(answer: object) -> tuple[object, ...]:
+    """A produce answer's partition error, with the window's bounds (each broker's clock) cut."""
+    p = answer.responses[0].partition_responses[0]
+    return (int(p.error_code), p.error_message,
+            [(e.batch_index, re.sub(r"within \[-?\d+, \d+\]", "within [..]", e.batch_index_error_message))
+             for e in p.record_errors])
+
+
+def test_records_outside_the_timestamp_window_are_refused_as_kafka_refuses_them(both: Both) -> None:
+    topic, strict = f"window-{uuid.uuid4().hex[:8]}", f"strict-{uuid.uuid4().hex[:8]}"
+    _create(both, topic, 1)
+    body = {"topics": [{"name": strict, "num_partitions": 1, "replication_factor": 1, "configs": [
+        {"name": "message.timestamp.before.max.ms", "value": "60000"}]}], "timeout": 30_000}
+    for answer in both.ask(CREATE_TOPICS, 7, body):
+        assert answer.topics[0].error_code == 0, answer
+    now = int(time.time() * 1000)
+    for name, stamps in [(topic, [now, now + 2 * 3_600_000, now + 3 * 3_600_000]), (topic, [now - 10**12]),
+                         (strict, [now, now - 3_600_000]), (strict, [-1])]:
+        body = {"acks": -1, "timeout": 30_000, "topic_data": [
+            {"name": name, "partition_data": [{"index": 0, "records": record_batch([b"v"] * len(stamps), stamps)}]}]}
+        ours, theirs = both.ask(PRODUCE, 11, body)
+        assert _refusals(ours) == _refusals(theirs), (name, stamps)

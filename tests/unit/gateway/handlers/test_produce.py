@@ -107,6 +107,28 @@ def test_log_append_time_topics_stamp_the_broker_time(broker: Broker) -> None:
     assert broker.list_offset("t", 0, -3).timestamp == NOW_MS
 
 
+HOUR_MS = 3_600_000
+
+
+def test_create_time_records_outside_the_timestamp_window_are_refused_each_by_index(broker: Broker) -> None:
+    broker.create_topic("t")
+    broker.create_topic("old", configs={"message.timestamp.before.max.ms": "60000"})
+    broker.create_topic("stamped", configs={"message.timestamp.type": "LogAppendTime"})
+    future = NOW_MS + 2 * HOUR_MS
+    refused = one(broker.produce("t", 0, record_batch([b"a", b"b", b"c"], [NOW_MS, future, NOW_MS + HOUR_MS])))
+    assert (refused.error_code, refused.error_message) == (32, "One or more records have been rejected due to "
+                                                               "invalid timestamp")  # INVALID_TIMESTAMP
+    assert [(e.batch_index, e.batch_index_error_message) for e in refused.record_errors] == [
+        (1, f"Timestamp {future} of message with offset 1 is out of range. The timestamp should be within "
+            f"[{NOW_MS - (2**63 - 1)}, {NOW_MS + HOUR_MS}]")]
+    assert high_watermark(broker) == 0  # nothing of the batch was appended
+    too_old = one(broker.produce("old", 0, record_batch([b"a", b"b"], [NOW_MS, NOW_MS - 61_000])))
+    assert [(e.batch_index, e.batch_index_error_message.split(". ")[1]) for e in too_old.record_errors] == [
+        (1, f"The timestamp should be within [{NOW_MS - 60_000}, {NOW_MS + HOUR_MS}]")]
+    assert one(broker.produce("old", 0, record_batch([b"a"], -1))).error_code == 0  # no timestamp: never refused
+    assert one(broker.produce("stamped", 0, record_batch([b"a"], future))).error_code == 0  # the broker's time
+
+
 def idempotent(producer_id: int, sequence: int, count: int = 1, epoch: int = 0) -> bytes:
     return record_batch([b"i%d" % n for n in range(count)], producer_id=producer_id,
                         producer_epoch=epoch, base_sequence=sequence)
