@@ -5,6 +5,9 @@ first record's and max_timestamp the largest (Kafka's MemoryRecordsBuilder does 
 deltas may be negative). The CRC is written last, over the finished bytes. A broker patches
 base offset and leader epoch in place later, outside the CRC.
 
+A batch is recompressed here too (`recompress`): its records block, as one piece, under
+another codec; the records and every header field but the codec bits stay as they were.
+
 Control batches (transaction markers) are built here because only a broker writes them: a
 produced batch with the control bit is refused by validate.py.
 """
@@ -14,17 +17,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .compression import NONE, compress
+from .compression import NONE, compress, decompress
 from .control import ControlType, marker_key, marker_value
 from .decode import Header
 from .header import (
+    COMPRESSION_MASK,
     CONTROL_BIT,
     HEADER_BYTES,
     LENGTH_FIELD_END,
     MAGIC,
     TRANSACTIONAL_BIT,
     BatchHeader,
+    Buffer,
     pack_header,
+    parse_header,
     set_crc,
 )
 from .varint import write_varint
@@ -72,6 +78,18 @@ def build_batch(records: Sequence[NewRecord], *, producer: Producer = NO_PRODUCE
     batch = bytearray(pack_header(header)) + body
     set_crc(batch)
     return batch
+
+
+def recompress(batch: Buffer, codec: int, level: int | None = None) -> bytearray:
+    """The batch with its records compressed by `codec` (at `level`, see compress) instead of
+    its own; InvalidBatch if its records do not decompress."""
+    header = parse_header(batch)
+    body = compress(codec, decompress(header.compression, bytes(batch[HEADER_BYTES:header.size])), level)
+    attributes = header.attributes & ~COMPRESSION_MASK | codec
+    new = header._replace(attributes=attributes, batch_length=HEADER_BYTES - LENGTH_FIELD_END + len(body), crc=0)
+    out = bytearray(pack_header(new)) + body
+    set_crc(out)
+    return out
 
 
 def build_control_batch(producer_id: int, producer_epoch: int, control_type: ControlType, coordinator_epoch: int,

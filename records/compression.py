@@ -28,17 +28,23 @@ def decompress(codec: int, data: bytes) -> bytes:
         raise InvalidBatch(Reason.MALFORMED_RECORDS, f"records do not decompress: {error}") from None
 
 
-def compress(codec: int, data: bytes) -> bytes:
+GZIP_LEVEL, ZSTD_LEVEL = 6, 3  # Kafka's defaults (compression.gzip.level -1 is zlib's 6)
+
+
+def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
+    """`level` for gzip and zstd (Kafka's default for None); lz4 and snappy take none here."""
     if codec == NONE:
         return data
     if codec == GZIP:
-        return bytes(cramjam.gzip.compress(data))
+        return bytes(cramjam.gzip.compress(data, level=GZIP_LEVEL if level is None or level == -1 else level))
     if codec == SNAPPY:
         return bytes(cramjam.snappy.compress_raw(data))
-    if codec == LZ4:
-        return bytes(cramjam.lz4.compress(data))
+    if codec == LZ4:  # independent blocks: Kafka's reader refuses linked ones (UNKNOWN_SERVER_ERROR, measured)
+        compressor = cramjam.lz4.Compressor(block_linked=False)
+        compressor.compress(data)
+        return bytes(compressor.finish())
     if codec == ZSTD:
-        return bytes(cramjam.zstd.compress(data))
+        return bytes(cramjam.zstd.compress(data, level=ZSTD_LEVEL if level is None else level))
     raise ValueError(f"unknown compression codec {codec}")
 
 

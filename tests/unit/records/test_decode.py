@@ -6,11 +6,11 @@ import cramjam
 import pytest
 
 from martlet.records import compression
-from martlet.records.build import NewRecord, Producer, build_batch, build_control_batch
+from martlet.records.build import NewRecord, Producer, build_batch, build_control_batch, recompress
 from martlet.records.control import ControlType, Marker
 from martlet.records.decode import Record, control_marker, decode_records, record_times
 from martlet.records.errors import InvalidBatch, Reason
-from martlet.records.header import HEADER_BYTES, parse_header, set_crc, stamp_log_append_time
+from martlet.records.header import COMPRESSION_MASK, HEADER_BYTES, crc_ok, parse_header, set_crc, stamp_log_append_time
 from tests.integration.raw_client import record_batch
 
 
@@ -76,3 +76,18 @@ def test_records_that_do_not_decompress_are_invalid_batches():
     with pytest.raises(InvalidBatch) as refused:
         list(decode_records(bad))
     assert refused.value.reason is Reason.MALFORMED_RECORDS
+
+
+@pytest.mark.parametrize(("source", "target"), [(compression.NONE, compression.ZSTD), (compression.GZIP, compression.NONE),
+                                                (compression.LZ4, compression.SNAPPY), (compression.SNAPPY, compression.GZIP)])
+def test_a_recompressed_batch_holds_the_same_records_and_header_under_the_new_codec(source: int, target: int):
+    producer = Producer(producer_id=7, producer_epoch=2, base_sequence=40)
+    sent = build_batch([NewRecord(b"k", b"v" * 500, 5), NewRecord(None, b"w", 3)], producer=producer, compression=source,
+                       base_offset=9)
+    stamp_log_append_time(sent, 77)
+    again = recompress(sent, target, level=1)
+    before, after = parse_header(sent), parse_header(again)
+    assert after.compression == target and crc_ok(again)
+    assert after._replace(attributes=before.attributes, batch_length=0, crc=0) == before._replace(batch_length=0, crc=0)
+    assert after.attributes & ~COMPRESSION_MASK == before.attributes & ~COMPRESSION_MASK  # the time stamp bit stays
+    assert list(decode_records(again)) == list(decode_records(sent))
