@@ -5,7 +5,7 @@ martlet.visibility).
 
 A config is either honoured by the engine (`engine`: the setting that acts on it) or kept:
 checked, stored with the topic (TopicConfig.kept) and shown by DescribeConfigs. A kept config
-is honoured by the gateway (the timestamp window, `timestamp_window`) or without effect, for
+is honoured by the gateway (compression, the timestamp window: Produce) or without effect, for
 the reason `inert` gives. ARCHITECTURE.md ("Topic configs") lists them.
 
 Checking follows Kafka's ConfigDef, compared value by value with the reference broker
@@ -193,13 +193,12 @@ CONFIGS: tuple[KafkaTopicConfig, ...] = (
     KafkaTopicConfig("martlet.visibility", STRING, "persisted", _choice("persisted", "memory"), engine="visibility",
                      to_engine=str),
     # kept
-    KafkaTopicConfig("compression.type", STRING, "producer",
-                     _choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), "compression.type",
-                     inert=f"batches are stored as the producer compressed them; {NOT_YET}"),
-    KafkaTopicConfig("compression.gzip.level", INT, "-1", _gzip_level, "compression.gzip.level", inert=NOT_YET),
-    KafkaTopicConfig("compression.lz4.level", INT, "9", _integer("INT", 1, 17), "compression.lz4.level", inert=NOT_YET),
-    KafkaTopicConfig("compression.zstd.level", INT, "3", _integer("INT", -131072, 22), "compression.zstd.level",
-                     inert=NOT_YET),
+    KafkaTopicConfig("compression.type", STRING, "producer",  # kept, and honoured by Produce (compression_of)
+                     _choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), "compression.type"),
+    KafkaTopicConfig("compression.gzip.level", INT, "-1", _gzip_level, "compression.gzip.level"),
+    KafkaTopicConfig("compression.lz4.level", INT, "9", _integer("INT", 1, 17), "compression.lz4.level",
+                     inert="the lz4 codec Martlet writes with takes no level"),
+    KafkaTopicConfig("compression.zstd.level", INT, "3", _integer("INT", -131072, 22), "compression.zstd.level"),
     KafkaTopicConfig("delete.retention.ms", LONG, "86400000", _integer("LONG", 0), "log.cleaner.delete.retention.ms",
                      inert=NO_COMPACTION),
     KafkaTopicConfig("errors.deadletterqueue.group.enable", BOOLEAN, "false", _boolean,
@@ -287,6 +286,26 @@ def kafka_overrides(topic: Topic) -> dict[str, str]:
             config = BY_ENGINE[engine_name]
             found[config.name] = config.to_kafka(getattr(topic.config, engine_name))
     return found
+
+
+CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}  # a batch's codec bits
+
+
+def compression_of(topic: Topic) -> tuple[int, int | None] | None:
+    """The codec (and its level) compression.type asks batches to be stored in; None for
+    `producer` (as sent)."""
+    return _compression(topic.config.kept)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compression(kept: Kept) -> tuple[int, int | None] | None:
+    values = dict(kept)
+    name = values.get("compression.type", "producer")
+    if name == "producer":
+        return None
+    levels = {"gzip": "compression.gzip.level", "zstd": "compression.zstd.level"}
+    level = values.get(levels[name]) if name in levels else None
+    return CODECS[name], None if level is None else int(level)
 
 
 def timestamp_window(topic: Topic) -> tuple[int, int]:

@@ -9,6 +9,9 @@
 - On a CreateTime topic, records stamped more than message.timestamp.before.max.ms before
   now or message.timestamp.after.max.ms after it (Kafka's default: one hour) refuse their
   batch with INVALID_TIMESTAMP, each named in record_errors with Kafka's message.
+- A topic whose compression.type names a codec stores every batch in it: one sent in another
+  codec is recompressed (its records block as one piece; offsets, timestamps and producer
+  fields stay), as Kafka does.
 - A partition this node is opening (a cluster just moved it here) is waited for, up to
   timeout_ms, rather than refused: see Partitions.wait_opened.
 - Once its batches are appended, the request lets its connection go on to the next one
@@ -27,9 +30,10 @@ import time
 from kio.schema.errors import ErrorCode
 
 from ...engine.api import Durability, Topic, TopicPartition, errors
+from ...records.build import recompress
 from ...records.decode import record_times
-from ...records.errors import InvalidBatch
-from ...records.header import BatchHeader, stamp_log_append_time
+from ...records.errors import InvalidBatch, Reason
+from ...records.header import BatchHeader, parse_header, stamp_log_append_time
 from ...records.validate import validate_produced
 from ..context import Context
 from ..mapping import batch_code, error_code
@@ -44,7 +48,7 @@ from ..protocol.answers import (
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from ..protocol.produce_wire import PartitionData, ProduceRequest, TopicData, decode_produce, encode_produce_response
-from ..topic_configs import LONG_MAX, timestamp_window
+from ..topic_configs import LONG_MAX, compression_of, timestamp_window
 from .api import Codec, handles
 from .common import millis
 
@@ -158,6 +162,8 @@ def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data:
             header = stamp_log_append_time(batch, append_time)
         elif refused := _outside_window(batch, header, timestamp_window(topic), ctx.clock.now_ms()):
             return _failure(index, ErrorCode.invalid_timestamp, INVALID_TIMESTAMP) | {"record_errors": refused}
+        if (wanted := compression_of(topic)) is not None and wanted[0] != header.compression:
+            batch, header = _recompressed(batch, wanted, topic.config.max_batch_bytes)  # keeps a stamped time
         appended = ctx.partitions.append(tp, batch, header, DURABILITY[request.acks])
     except InvalidBatch as invalid:
         return _failure(index, batch_code(invalid), str(invalid))
@@ -193,6 +199,18 @@ def _point_to_leader(ctx: Context, tp: TopicPartition, failure: PartitionProduce
     if leader is not None and leader.node_id != ctx.node_id:
         failure["current_leader"] = {"leader_id": leader.node_id,
                                      "leader_epoch": ctx.cluster.leader_epoch_of(tp.topic, tp.partition)}
+
+
+def _recompressed(batch: bytearray, wanted: tuple[int, int | None], max_batch_bytes: int) -> tuple[bytearray, BatchHeader]:
+    """The batch in the topic's codec (compression.type); InvalidBatch (MESSAGE_TOO_LARGE)
+    when that makes it larger than max.message.bytes."""
+    codec, level = wanted
+    batch = recompress(batch, codec, level)
+    header = parse_header(batch)
+    if header.size > max_batch_bytes:
+        raise InvalidBatch(Reason.TOO_LARGE, f"the batch is {header.size} bytes in the topic's compression.type, "
+                                             f"over max.message.bytes {max_batch_bytes}")
+    return batch, header
 
 
 def _outside_window(batch: bytearray, header: BatchHeader, window: tuple[int, int],

@@ -37,8 +37,9 @@ def _topic(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _create(both: Both, name: str, partitions: int) -> None:
-    body = {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1, "configs": []}],
+def _create(both: Both, name: str, partitions: int, configs: dict[str, str] | None = None) -> None:
+    body = {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
+                        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
             "timeout": 30_000}
     for answer in both.ask(CREATE_TOPICS, 7, body):
         assert answer.topics[0].error_code == 0, answer

@@ -18,13 +18,18 @@ import uuid
 import pytest
 
 from martlet.gateway.topic_configs import CONFIGS
+from martlet.records import compression
+from martlet.records.build import NewRecord, build_batch
+from martlet.records.decode import decode_records
+from martlet.records.header import parse_header
 from tests.fixtures.reference_pair import Both
 from tests.integration.raw_client import record_batch
 from tests.integration.test_cluster_admin_reference import CREATE_TOPICS, DESCRIBE_CONFIGS, _create
+from tests.unit.gateway.handlers.test_fetch import fetch_body
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
-PRODUCE = 0
+PRODUCE, FETCH = 0, 1
 INCREMENTAL_ALTER_CONFIGS = 44
 TOPIC = 2
 SET = 0
@@ -110,10 +115,7 @@ def _refusals(answer: object) -> tuple[object, ...]:
 def test_records_outside_the_timestamp_window_are_refused_as_kafka_refuses_them(both: Both) -> None:
     topic, strict = f"window-{uuid.uuid4().hex[:8]}", f"strict-{uuid.uuid4().hex[:8]}"
     _create(both, topic, 1)
-    body = {"topics": [{"name": strict, "num_partitions": 1, "replication_factor": 1, "configs": [
-        {"name": "message.timestamp.before.max.ms", "value": "60000"}]}], "timeout": 30_000}
-    for answer in both.ask(CREATE_TOPICS, 7, body):
-        assert answer.topics[0].error_code == 0, answer
+    _create(both, strict, 1, {"message.timestamp.before.max.ms": "60000"})
     now = int(time.time() * 1000)
     for name, stamps in [(topic, [now, now + 2 * 3_600_000, now + 3 * 3_600_000]), (topic, [now - 10**12]),
                          (strict, [now, now - 3_600_000]), (strict, [-1])]:
@@ -121,3 +123,28 @@ def test_records_outside_the_timestamp_window_are_refused_as_kafka_refuses_them(
             {"name": name, "partition_data": [{"index": 0, "records": record_batch([b"v"] * len(stamps), stamps)}]}]}
         ours, theirs = both.ask(PRODUCE, 11, body)
         assert _refusals(ours) == _refusals(theirs), (name, stamps)
+
+
+def test_a_topic_codec_recompresses_batches_as_kafka_does(both: Both) -> None:
+    configs = {"gzip": {"compression.type": "gzip"}, "lz4": {"compression.type": "lz4"},
+               "zstd": {"compression.type": "zstd"}, "plain": {"compression.type": "uncompressed"},
+               "small": {"compression.type": "uncompressed", "max.message.bytes": "500"}}
+    names = {kind: f"codec-{kind}-{uuid.uuid4().hex[:8]}" for kind in configs}
+    for kind, wanted in configs.items():
+        _create(both, names[kind], 1, wanted)
+    now = int(time.time() * 1000)
+    sent = {"gzip": record_batch([b"a" * 300, b"b"], now), "lz4": record_batch([b"c" * 300], now),
+            "zstd": bytes(build_batch([NewRecord(b"k", b"d" * 300, now)], compression=compression.SNAPPY)),
+            "plain": bytes(build_batch([NewRecord(b"k", b"v" * 300, now)], compression=compression.LZ4)),
+            "small": bytes(build_batch([NewRecord(None, b"x" * 2000, now)], compression=compression.GZIP))}
+    assert len(sent["small"]) < 500  # fits as sent, not once uncompressed
+    for kind, batch in sent.items():
+        body = {"acks": -1, "timeout": 30_000, "topic_data": [
+            {"name": names[kind], "partition_data": [{"index": 0, "records": batch}]}]}
+        ours, theirs = (a.responses[0].partition_responses[0].error_code for a in both.ask(PRODUCE, 11, body))
+        assert ours == theirs, kind
+    for kind in ("gzip", "lz4", "zstd", "plain"):  # lz4: Kafka reads what Martlet wrote, and the reverse
+        ours, theirs = (a.responses[0].partitions[0].records for a in both.ask(
+            FETCH, 12, fetch_body([(names[kind], 0, 0, 1 << 20)])))
+        assert parse_header(ours).compression == parse_header(theirs).compression, kind
+        assert list(decode_records(ours)) == list(decode_records(theirs)), kind

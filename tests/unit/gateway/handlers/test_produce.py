@@ -12,9 +12,14 @@ import pytest
 from martlet.engine.api import TopicPartition
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store.memory import MemoryAppendFile, MemoryStore
+from martlet.records import compression
+from martlet.records.build import NewRecord, build_batch
+from martlet.records.decode import decode_records
+from martlet.records.header import parse_header
 from tests.integration.raw_client import batch_of_size, decode_response, encode_request, record_batch
 
 from .harness import CALL_S_MAX, NOW_MS, PRODUCE, Broker
+from .test_fetch import fetch
 
 BUDGET_BYTES = 64 << 10
 
@@ -127,6 +132,20 @@ def test_create_time_records_outside_the_timestamp_window_are_refused_each_by_in
         (1, f"The timestamp should be within [{NOW_MS - 60_000}, {NOW_MS + HOUR_MS}]")]
     assert one(broker.produce("old", 0, record_batch([b"a"], -1))).error_code == 0  # no timestamp: never refused
     assert one(broker.produce("stamped", 0, record_batch([b"a"], future))).error_code == 0  # the broker's time
+
+
+def test_a_topic_with_a_codec_stores_every_batch_in_it(broker: Broker) -> None:
+    broker.create_topic("z", configs={"compression.type": "zstd", "compression.zstd.level": "1"})
+    broker.create_topic("plain", configs={"compression.type": "uncompressed", "max.message.bytes": "200"})
+    assert one(broker.produce("z", 0, record_batch([b"a" * 300, b"b"], NOW_MS))).error_code == 0
+    [stored] = fetch(broker, [("z", 0, 0, 1 << 20)])
+    assert parse_header(stored.records).compression == compression.ZSTD
+    assert [r.value for r in decode_records(stored.records)] == [b"a" * 300, b"b"]
+    small = build_batch([NewRecord(None, b"x" * 1000, NOW_MS)], compression=compression.GZIP)
+    assert len(small) < 200
+    too_big = one(broker.produce("plain", 0, bytes(small)))  # 1 KB once uncompressed
+    assert too_big.error_code == 10  # MESSAGE_TOO_LARGE
+    assert high_watermark(broker, "plain") == 0
 
 
 def idempotent(producer_id: int, sequence: int, count: int = 1, epoch: int = 0) -> bytes:
