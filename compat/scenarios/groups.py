@@ -37,8 +37,15 @@ def _start(driver: Driver, ctx: Context, handle: str, group: str, topic: str, **
     return Member(ctx.name(handle))
 
 
-def _commit(driver: Driver, member: Member) -> None:
-    expect_equal(driver.member_commit(member.handle), NONE, f"commit by {member.handle}")
+# librdkafka's answer to a commit by a member that has read nothing since its assignment (it
+# may have read its partitions' records before a rebalance that gave it those partitions).
+NOTHING_TO_COMMIT = "CLIENT_ERROR: _NO_OFFSET"
+
+
+def _commit(driver: Driver, member: Member, may_have_nothing: bool = False) -> None:
+    answer = driver.member_commit(member.handle)
+    if not (may_have_nothing and answer == NOTHING_TO_COMMIT):
+        expect_equal(answer, NONE, f"commit by {member.handle}")
 
 
 def group_scale_1_3_1(driver: Driver, ctx: Context) -> dict[str, Any]:
@@ -72,7 +79,7 @@ def group_scale_1_3_1(driver: Driver, ctx: Context) -> dict[str, Any]:
                  "three members owning 2 partitions each and reading the next 30 records")
     seen["three_members"] = sorted(len(m.partitions()) for m in three)
     for member in three:
-        _commit(driver, member)
+        _commit(driver, member, may_have_nothing=True)  # what counts is the commit checked below
     driver.member_stop(m2.handle)
     driver.member_stop(m3.handle)
     third = _spread(12, "p3", partitions)
