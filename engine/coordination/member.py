@@ -67,6 +67,7 @@ from .layout import (
 logger = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 30.0
 TICK_S = 0.1
+EPHEMERAL_TRIES = 5  # takes over a node an expiring session holds (see _create_ephemeral)
 # Reconnect quickly and forever: a ZooKeeper outage of a minute must end in a prompt reconnect.
 RECONNECT = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
 
@@ -322,16 +323,26 @@ class ZooKeeperCluster:
         self._published_leading = leading
 
     def _create_ephemeral(self, relative: str, data: bytes) -> None:
+        """Create the node for this session, or take it over from an earlier one (this node's
+        previous process, whose session has not expired yet). That session may expire and its
+        node vanish between two of these calls, so each step that finds the node gone starts
+        over (measured: NoNodeError on the get, a broker restarted in the kill -9 test)."""
         path = self.path(relative)
-        try:
-            self._zk.create(path, data, ephemeral=True)
-        except NodeExistsError:
-            _, stat = self._zk.get(path)
-            if stat.ephemeralOwner != self._zk.client_id[0]:
-                self._zk.delete(path)
+        for _ in range(EPHEMERAL_TRIES):
+            try:
                 self._zk.create(path, data, ephemeral=True)
-            else:
-                self._zk.set(path, data)
+                return
+            except NodeExistsError:
+                pass
+            try:
+                _, stat = self._zk.get(path)
+                if stat.ephemeralOwner == self._zk.client_id[0]:
+                    self._zk.set(path, data)
+                    return
+                self._zk.delete(path)
+            except NoNodeError:
+                continue
+        raise NodeExistsError(f"{path}: another session holds it after {EPHEMERAL_TRIES} tries")
 
     def _report(self) -> None:
         try:
