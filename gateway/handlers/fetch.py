@@ -10,20 +10,34 @@ The answer is sent as soon as min_bytes are available or an error occurred, else
 max_wait_ms runs out (capped by the gateway's fetch_wait_ms_max). max_bytes bounds the
 whole answer and partition_max_bytes each partition, except that the first batch found
 is always sent whole, so a batch larger than the limits still gets through (KIP-74).
+
+From v13 topics are named by id, in the request and the answer; an id no topic has is
+answered UNKNOWN_TOPIC_ID for each partition asked. From v16 a partition that another
+node serves (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) names its current leader, and the
+answer lists that node's address (KIP-951), so the consumer goes there without a Metadata
+round trip. Fetch sessions (KIP-227) are not kept: session_id 0 makes every client send
+full fetches, which is what Kafka answers when it has no session slot left.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v12.request import FetchRequest
+from kio.schema.fetch.v18.request import FetchRequest
 
 from ...engine.api import PartitionInfo, TopicPartition, errors
 from ..context import Context
 from ..mapping import error_code
-from ..protocol.answers import FetchableTopicAnswer, FetchAnswer, FetchPartitionDataAnswer, Records
+from ..protocol.answers import (
+    FetchableTopicAnswer,
+    FetchAnswer,
+    FetchNodeEndpointAnswer,
+    FetchPartitionDataAnswer,
+    Records,
+)
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from ..protocol.fetch_wire import encode_fetch_response
@@ -37,12 +51,18 @@ class Wanted:
     offset: int
     leader_epoch: int
     max_bytes: int
+    topic_id: uuid.UUID | None = None  # v13+: the id the request named the topic by
+    unknown: bool = False  # v13+: no topic has that id
 
 
-@handles(ApiKey.FETCH, 4, 12, Codec(encode=encode_fetch_response))
+TOPIC_IDS_FROM = 13
+CURRENT_LEADER_FROM = 16
+NAMES_LEADER = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
+
+
+@handles(ApiKey.FETCH, 4, 18, Codec(encode=encode_fetch_response))
 async def fetch(ctx: Context, header: RequestHeader, request: FetchRequest) -> FetchAnswer:
-    wanted = [Wanted(TopicPartition(t.topic, p.partition), p.fetch_offset, getattr(p, "current_leader_epoch", -1),
-                     p.partition_max_bytes) for t in request.topics for p in t.partitions]
+    wanted = _wanted(ctx, request, header.api_version >= TOPIC_IDS_FROM)
     wait_ms = min(max(millis(request.max_wait), 0), ctx.settings.fetch_wait_ms_max)
     deadline = time.monotonic() + wait_ms / 1000
     while True:
@@ -51,11 +71,31 @@ async def fetch(ctx: Context, header: RequestHeader, request: FetchRequest) -> F
         if size >= request.min_bytes or failed or remaining_ms <= 0 or not wanted:
             break
         await ctx.partitions.wait_for_data([(w.tp, w.offset) for w in wanted], remaining_ms)
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": _group(answers)}
+    answer: FetchAnswer = {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
+                           "responses": _group(answers)}
+    if header.api_version >= CURRENT_LEADER_FROM:
+        endpoints = _leader_endpoints(ctx, answers)
+        if endpoints:
+            answer["node_endpoints"] = endpoints
+    return answer
+
+
+def _wanted(ctx: Context, request: FetchRequest, by_id: bool) -> list[Wanted]:
+    wanted = []
+    for topic in request.topics:
+        name, topic_id, unknown = getattr(topic, "topic", ""), None, False
+        if by_id:
+            topic_id = topic.topic_id
+            found = ctx.topics.by_id(topic_id) if topic_id is not None else None
+            name, unknown = (found.name, False) if found is not None else ("", True)
+        for p in topic.partitions:
+            wanted.append(Wanted(TopicPartition(name, p.partition), p.fetch_offset,
+                                 getattr(p, "current_leader_epoch", -1), p.partition_max_bytes, topic_id, unknown))
+    return wanted
 
 
 async def _collect(ctx: Context, wanted: list[Wanted],
-                   max_bytes: int) -> tuple[list[tuple[str, FetchPartitionDataAnswer]], int, bool]:
+                   max_bytes: int) -> tuple[list[tuple[Wanted, FetchPartitionDataAnswer]], int, bool]:
     answers = []
     size = 0
     failed = False
@@ -63,18 +103,20 @@ async def _collect(ctx: Context, wanted: list[Wanted],
         answer = await _read(ctx, item, max(max_bytes - size, 0), first=size == 0)
         size += len(answer["records"] or b"")
         failed = failed or answer["error_code"] != ErrorCode.none
-        answers.append((item.tp.topic, answer))
+        answers.append((item, answer))
     return answers, size, failed
 
 
 async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> FetchPartitionDataAnswer:
+    if item.unknown:
+        return _answer(item, ErrorCode.unknown_topic_id)
     try:
         info = ctx.partitions.info(item.tp)
     except errors.EngineError as error:
-        return _answer(item, error_code(error))
+        return _pointed(ctx, item, _answer(item, error_code(error)))
     code = epoch_error(item.leader_epoch, info.session)
     if code != ErrorCode.none:
-        return _answer(item, code, info)
+        return _pointed(ctx, item, _answer(item, code, info))
     records: Records = b""
     limit = min(item.max_bytes, budget_bytes)
     if limit > 0 or first:
@@ -96,10 +138,31 @@ def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None,
             "aborted_transactions": [], "preferred_read_replica": -1, "records": records}
 
 
-def _group(answers: list[tuple[str, FetchPartitionDataAnswer]]) -> list[FetchableTopicAnswer]:
+def _pointed(ctx: Context, item: Wanted, answer: FetchPartitionDataAnswer) -> FetchPartitionDataAnswer:
+    """KIP-951: name the current leader of a partition that another node serves."""
+    if answer["error_code"] in NAMES_LEADER:
+        leader = ctx.cluster.leader_of(item.tp.topic, item.tp.partition)
+        if leader is not None and leader.node_id != ctx.node_id:
+            answer["current_leader"] = {"leader_id": leader.node_id,
+                                        "leader_epoch": ctx.cluster.leader_epoch_of(item.tp.topic, item.tp.partition)}
+    return answer
+
+
+def _leader_endpoints(ctx: Context, answers: list[tuple[Wanted, FetchPartitionDataAnswer]]) -> list[FetchNodeEndpointAnswer]:
+    """KIP-951: the address of every node a partition's answer names as its leader."""
+    named = {answer["current_leader"]["leader_id"] for _, answer in answers if "current_leader" in answer}
+    return [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+            for node in ctx.cluster.alive() if node.node_id in named]
+
+
+def _group(answers: list[tuple[Wanted, FetchPartitionDataAnswer]]) -> list[FetchableTopicAnswer]:
+    """Consecutive partitions of one topic in one entry, named as the request named it."""
     grouped: list[FetchableTopicAnswer] = []
-    for topic, answer in answers:
-        if not grouped or grouped[-1]["topic"] != topic:
-            grouped.append({"topic": topic, "partitions": []})
+    last: tuple[str, uuid.UUID | None] | None = None
+    for item, answer in answers:
+        key = (item.tp.topic, item.topic_id)
+        if key != last:
+            grouped.append({"topic": item.tp.topic, "topic_id": item.topic_id, "partitions": []})
+            last = key
         grouped[-1]["partitions"].append(answer)  # type: ignore[attr-defined]  # a list while grouping
     return grouped

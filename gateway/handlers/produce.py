@@ -58,8 +58,9 @@ NO_TIMESTAMP = -1  # a record without a timestamp, which no timestamp window ref
 INVALID_TIMESTAMP = "One or more records have been rejected due to invalid timestamp"  # Kafka's words
 
 
-@handles(ApiKey.PRODUCE, 3, 11, Codec(decode_produce, encode_produce_response))
+@handles(ApiKey.PRODUCE, 3, 13, Codec(decode_produce, encode_produce_response))
 async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) -> ProduceAnswer | None:
+    _name_by_id(ctx, request)
     timeout_s = _answer_within(max(millis(request.timeout), 0) / 1000)
     throttled_ms = 0
     if request.acks not in ACKS_ALLOWED:
@@ -119,29 +120,41 @@ async def _room(ctx: Context, acks: int, timeout_s: float) -> bool:
     return True
 
 
+def _name_by_id(ctx: Context, request: ProduceRequest) -> None:
+    """v13+ names topics by id: give each the name of the topic with that id ("" if none has it)."""
+    for topic_data in request.topic_data:
+        if topic_data.topic_id is not None:
+            topic = ctx.topics.by_id(topic_data.topic_id)
+            topic_data.name = topic.name if topic is not None else ""
+
+
 def _all_failed(request: ProduceRequest, code: ErrorCode, message: str) -> list[TopicProduceAnswer]:
-    return [{"name": topic.name, "partition_responses": [_failure(p.index, code, message) for p in topic.partition_data]}
+    return [{"name": topic.name, "topic_id": topic.topic_id,
+             "partition_responses": [_failure(p.index, code, message) for p in topic.partition_data]}
             for topic in request.topic_data]
 
 
 def _topic(ctx: Context, request: ProduceRequest, topic_data: TopicData,
            waits: list[asyncio.Task[None]]) -> TopicProduceAnswer:
-    topic = ctx.topics.find(topic_data.name)
+    topic = ctx.topics.find(topic_data.name) if topic_data.name else None
     answers = []
     for partition_data in topic_data.partition_data:
-        if topic is None:
+        if topic is not None:
+            answers.append(_append(ctx, request, topic, partition_data, waits))
+        elif topic_data.topic_id is not None:
+            answers.append(_failure(partition_data.index, ErrorCode.unknown_topic_id,
+                                    f"no topic has id {topic_data.topic_id}"))
+        else:
             answers.append(_failure(partition_data.index, ErrorCode.unknown_topic_or_partition,
                                     f"topic {topic_data.name!r} does not exist"))
-        else:
-            answers.append(_append(ctx, request, topic, partition_data, waits))
-    return {"name": topic_data.name, "partition_responses": answers}
+    return {"name": topic_data.name, "topic_id": topic_data.topic_id, "partition_responses": answers}
 
 
 async def _create_missing(ctx: Context, request: ProduceRequest) -> None:
     """Kafka's auto.create.topics.enable: create the topics the request names that do not
     exist (one that cannot be created is answered UNKNOWN_TOPIC_OR_PARTITION below)."""
     for topic_data in request.topic_data:
-        if ctx.topics.find(topic_data.name) is None:
+        if topic_data.topic_id is None and ctx.topics.find(topic_data.name) is None:
             try:
                 await ctx.topics.create(topic_data.name, ctx.settings.default_partitions, {})
             except errors.EngineError:

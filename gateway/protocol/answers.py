@@ -16,6 +16,38 @@ Records = bytes | bytearray | memoryview
 
 
 
+class DescribeTopicPartitionsCursorAnswer(TypedDict, total=False):
+    topic_name: str
+    partition_index: int
+
+
+class DescribeTopicPartitionsPartitionAnswer(TypedDict, total=False):
+    error_code: ErrorCode
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: Sequence[int]
+    isr_nodes: Sequence[int]
+    eligible_leader_replicas: Sequence[int] | None
+    last_known_elr: Sequence[int] | None
+    offline_replicas: Sequence[int]
+
+
+class DescribeTopicPartitionsTopicAnswer(TypedDict, total=False):
+    error_code: ErrorCode
+    name: str | None
+    topic_id: uuid.UUID | str | None
+    is_internal: bool
+    partitions: Sequence[DescribeTopicPartitionsPartitionAnswer]
+    topic_authorized_operations: int
+
+
+class DescribeTopicPartitionsAnswer(TypedDict, total=False):
+    throttle_time: int
+    topics: Sequence[DescribeTopicPartitionsTopicAnswer]
+    next_cursor: DescribeTopicPartitionsCursorAnswer | None
+
+
 class ConsumerGroupDescribeTopicPartitionsAnswer(TypedDict, total=False):
     topic_id: uuid.UUID | str | None
     topic_name: str
@@ -481,6 +513,7 @@ class OffsetFetchPartitionsAnswer(TypedDict, total=False):
 class OffsetFetchTopicsAnswer(TypedDict, total=False):
     name: str
     partitions: Sequence[OffsetFetchPartitionsAnswer]
+    topic_id: uuid.UUID | str | None
 
 
 class OffsetFetchGroupAnswer(TypedDict, total=False):
@@ -517,6 +550,7 @@ class OffsetCommitPartitionAnswer(TypedDict, total=False):
 class OffsetCommitTopicAnswer(TypedDict, total=False):
     name: str
     partitions: Sequence[OffsetCommitPartitionAnswer]
+    topic_id: uuid.UUID | str | None
 
 
 class OffsetCommitAnswer(TypedDict, total=False):
@@ -557,6 +591,7 @@ class MetadataAnswer(TypedDict, total=False):
     cluster_id: str | None
     throttle_time: int
     cluster_authorized_operations: int
+    error_code: ErrorCode
 
 
 class ListOffsetsPartitionAnswer(TypedDict, total=False):
@@ -575,6 +610,13 @@ class ListOffsetsTopicAnswer(TypedDict, total=False):
 class ListOffsetsAnswer(TypedDict, total=False):
     topics: Sequence[ListOffsetsTopicAnswer]
     throttle_time: int
+
+
+class FetchNodeEndpointAnswer(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
 
 
 class FetchSnapshotIdAnswer(TypedDict, total=False):
@@ -614,6 +656,7 @@ class FetchPartitionDataAnswer(TypedDict, total=False):
 class FetchableTopicAnswer(TypedDict, total=False):
     topic: str
     partitions: Sequence[FetchPartitionDataAnswer]
+    topic_id: uuid.UUID | str | None
 
 
 class FetchAnswer(TypedDict, total=False):
@@ -621,6 +664,7 @@ class FetchAnswer(TypedDict, total=False):
     responses: Sequence[FetchableTopicAnswer]
     error_code: ErrorCode
     session_id: int
+    node_endpoints: Sequence[FetchNodeEndpointAnswer]
 
 
 class ProduceNodeEndpointAnswer(TypedDict, total=False):
@@ -654,6 +698,7 @@ class PartitionProduceAnswer(TypedDict, total=False):
 class TopicProduceAnswer(TypedDict, total=False):
     name: str
     partition_responses: Sequence[PartitionProduceAnswer]
+    topic_id: uuid.UUID | str | None
 
 
 class ProduceAnswer(TypedDict, total=False):

@@ -1,4 +1,4 @@
-"""Produce (key 0, v3-v11) read and written by hand: the request-rate hot path.
+"""Produce (key 0, v3-v13) read and written by hand: the request-rate hot path.
 
 kio's generic reader and writer walk the schema for every field of every request; with
 100-byte records at linger.ms=0 that was a quarter of the broker's time (py-spy). This
@@ -11,8 +11,9 @@ lengths as unsigned varints of n + 1, a tagged-field section after every struct,
 for requests and v1 for responses):
 
     request  : transactional_id (nullable string), acks int16, timeout_ms int32,
-               topic_data [name string, partition_data [index int32, records nullable bytes]]
-    response : responses [name, partition_responses [index int32, error_code int16,
+               topic_data [name string (v3-v12) | topic_id uuid (v13+),
+                           partition_data [index int32, records nullable bytes]]
+    response : responses [name | topic_id, partition_responses [index int32, error_code int16,
                base_offset int64, log_append_time_ms int64, log_start_offset int64 (v5+),
                record_errors [batch_index int32, batch_index_error_message nullable string]
                (v8+), error_message nullable string (v8+)]],
@@ -24,6 +25,7 @@ Records are returned as read-only views of the frame: nothing is copied on the w
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +33,7 @@ from .codec import ProtocolError, RequestHeader
 
 FLEXIBLE_FROM = 9
 CURRENT_LEADER_FROM = 10  # KIP-951: the answer may name a partition's current leader
+TOPIC_IDS_FROM = 13  # topics are named by id, in the request and the answer
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
 HEADER_FIXED = struct.Struct(">hhi")
@@ -48,10 +51,11 @@ class PartitionData:
 
 
 class TopicData:
-    __slots__ = ("name", "partition_data")
+    __slots__ = ("name", "topic_id", "partition_data")
 
-    def __init__(self, name: str, partition_data: list[PartitionData]) -> None:
-        self.name = name
+    def __init__(self, name: str, partition_data: list[PartitionData], topic_id: uuid.UUID | None = None) -> None:
+        self.name = name  # from v13 the handler fills it in from topic_id ("" if no topic has it)
+        self.topic_id = topic_id  # v13+
         self.partition_data = partition_data
 
 
@@ -137,13 +141,14 @@ def decode_produce(frame: bytes | bytearray | memoryview, version: int,
         acks, timeout_ms = reader.fixed(ACKS_TIMEOUT)
         topics = []
         for _ in range(reader.array_length()):
-            name = reader.string(nullable=False) or ""  # never None: nullable=False raises instead
+            topic_id = uuid.UUID(bytes=bytes(reader.take(16))) if version >= TOPIC_IDS_FROM else None
+            name = "" if topic_id is not None else reader.string(nullable=False) or ""  # nullable=False: never None
             partitions = []
             for _ in range(reader.array_length()):
                 (index,) = reader.fixed(I32)
                 partitions.append(PartitionData(index, reader.nullable_bytes()))
                 reader.tags()
-            topics.append(TopicData(name, partitions))
+            topics.append(TopicData(name, partitions, topic_id))
             reader.tags()
         reader.tags()
     except (struct.error, IndexError, UnicodeDecodeError) as error:
@@ -163,7 +168,7 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
     topics = answer["responses"]
     length(out, len(topics), flexible)
     for topic in topics:
-        string(out, topic["name"], flexible)
+        topic_key(out, topic["name"], topic["topic_id"] if version >= TOPIC_IDS_FROM else None, flexible)
         partitions = topic["partition_responses"]
         length(out, len(partitions), flexible)
         for p in partitions:
@@ -181,29 +186,38 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
                         out.append(0)
                 string(out, p.get("error_message"), flexible)
             if flexible:
-                _current_leader(out, p.get("current_leader") if version >= CURRENT_LEADER_FROM else None)
+                leader_tag(out, 0, p.get("current_leader") if version >= CURRENT_LEADER_FROM else None)
         if flexible:
             out.append(0)
     out += I32.pack(answer.get("throttle_time", 0))
     if flexible:
-        _node_endpoints(out, answer.get("node_endpoints") if version >= CURRENT_LEADER_FROM else None)
+        node_endpoints_tag(out, answer.get("node_endpoints") if version >= CURRENT_LEADER_FROM else None)
     I32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
 
 
-def _current_leader(out: bytearray, leader: Mapping[str, Any] | None) -> None:
-    """A partition's tagged fields: tag 0 is CurrentLeader (KIP-951, v10+), the node a
-    NOT_LEADER_OR_FOLLOWER answer points the producer to."""
-    if not leader or (leader["leader_id"], leader["leader_epoch"]) == (-1, -1):  # the default is not written
+def topic_key(out: bytearray, name: str, topic_id: uuid.UUID | None, flexible: bool) -> None:
+    """A topic as an answer names it: its id where the version names topics by id, else its name."""
+    if topic_id is not None:
+        out += topic_id.bytes
+    else:
+        string(out, name, flexible)
+
+
+def leader_tag(out: bytearray, tag: int, leader: Mapping[str, int] | None) -> None:
+    """A partition's tagged-field section holding at most a CurrentLeader (KIP-951) under
+    `tag` (Produce v10+: 0, Fetch v12+: 1): the node a NOT_LEADER_OR_FOLLOWER answer points
+    the client to. The default (-1, -1) is not written."""
+    if not leader or (leader["leader_id"], leader["leader_epoch"]) == (-1, -1):
         out.append(0)
         return
-    out += b"\x01\x00\x09"  # one tagged field: tag 0, 9 bytes
+    out += bytes((1, tag, 9))  # one tagged field, its tag, 9 bytes
     out += I32.pack(leader["leader_id"]) + I32.pack(leader["leader_epoch"]) + b"\x00"
 
 
-def _node_endpoints(out: bytearray, endpoints: Sequence[Mapping[str, Any]] | None) -> None:
-    """The response's tagged fields: tag 0 is NodeEndpoints (KIP-951, v10+), the address of
-    every node a CurrentLeader names."""
+def node_endpoints_tag(out: bytearray, endpoints: Sequence[Mapping[str, Any]] | None) -> None:
+    """The response's tagged fields: tag 0 is NodeEndpoints (KIP-951; Produce v10+, Fetch
+    v16+), the address of every node a CurrentLeader names."""
     if not endpoints:
         out.append(0)
         return

@@ -5,6 +5,7 @@ same bytes."""
 from __future__ import annotations
 
 import datetime
+import uuid
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from martlet.gateway.protocol.fetch_wire import encode_fetch_response
 from martlet.gateway.protocol.produce_wire import decode_produce, encode_produce_response
 from tests.property.test_codec_roundtrip import ERROR_CODES, I32, I64, MILLIS, SETTINGS, TEXT, encode_request, entities
 
-VERSIONS = [3, 5, 7, 8, 9, 10, 11]
+VERSIONS = [3, 5, 7, 8, 9, 10, 11, 12, 13]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -39,9 +40,11 @@ def test_requests_decode_as_kio_decodes_them(version: int) -> None:
         assert header == kio_header
         assert (request.transactional_id, request.acks, millis(request.timeout)) == (
             kio_body.transactional_id, kio_body.acks, millis(kio_body.timeout))
-        assert [(t.name, [(p.index, None if p.records is None else bytes(p.records)) for p in t.partition_data])
+        assert [(t.topic_id or t.name, [(p.index, None if p.records is None else bytes(p.records))
+                                        for p in t.partition_data])
                 for t in request.topic_data] == [
-            (t.name, [(p.index, p.records) for p in t.partition_data]) for t in kio_body.topic_data]
+            (t.topic_id or uuid.UUID(int=0) if version >= 13 else t.name, [(p.index, p.records) for p in t.partition_data])
+            for t in kio_body.topic_data]
 
     check()
 
@@ -56,6 +59,9 @@ def test_a_truncated_request_is_a_protocol_error() -> None:
             decode_produce(frame[:cut], 9)
 
 
+LEADER = st.fixed_dictionaries({"leader_id": I32 | st.just(-1), "leader_epoch": I32 | st.just(-1)})
+NODE_ENDPOINTS = st.lists(st.fixed_dictionaries({"node_id": I32, "host": TEXT, "port": I32, "rack": st.none() | TEXT}),
+                          max_size=3)
 PARTITION = st.fixed_dictionaries({
     "index": I32, "error_code": ERROR_CODES, "base_offset": I64,
     "log_append_time": st.integers(-3, 4_102_444_800_000),  # kio's writer takes dates up to year 9999
@@ -63,12 +69,12 @@ PARTITION = st.fixed_dictionaries({
         "error_message": st.none() | TEXT,
         "record_errors": st.lists(st.fixed_dictionaries({"batch_index": I32,
                                                          "batch_index_error_message": st.none() | TEXT}), max_size=3),
-        "current_leader": st.fixed_dictionaries({"leader_id": I32 | st.just(-1), "leader_epoch": I32 | st.just(-1)})})
+        "current_leader": LEADER})
 ANSWER = st.fixed_dictionaries({
-    "responses": st.lists(st.fixed_dictionaries({"name": TEXT, "partition_responses": st.lists(PARTITION, max_size=3)}),
+    "responses": st.lists(st.fixed_dictionaries({"name": TEXT, "topic_id": st.uuids(),
+                                                 "partition_responses": st.lists(PARTITION, max_size=3)}),
                           max_size=3),
-    "throttle_time": MILLIS}, optional={"node_endpoints": st.lists(st.fixed_dictionaries(
-        {"node_id": I32, "host": TEXT, "port": I32, "rack": st.none() | TEXT}), max_size=3)})
+    "throttle_time": MILLIS}, optional={"node_endpoints": NODE_ENDPOINTS})
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -89,14 +95,15 @@ FETCH_PARTITION = st.fixed_dictionaries({
     "log_start_offset": I64, "preferred_read_replica": I32,
     "aborted_transactions": st.none() | st.lists(st.fixed_dictionaries({"producer_id": I64, "first_offset": I64}),
                                                  max_size=2),
-    "records": st.none() | st.binary(max_size=40)})
+    "records": st.none() | st.binary(max_size=40)}, optional={"current_leader": LEADER})
 FETCH_ANSWER = st.fixed_dictionaries({
     "throttle_time": MILLIS, "error_code": ERROR_CODES, "session_id": I32,
-    "responses": st.lists(st.fixed_dictionaries({"topic": TEXT, "partitions": st.lists(FETCH_PARTITION, max_size=3)}),
-                          max_size=3)})
+    "responses": st.lists(st.fixed_dictionaries({"topic": TEXT, "topic_id": st.uuids(),
+                                                 "partitions": st.lists(FETCH_PARTITION, max_size=3)}),
+                          max_size=3)}, optional={"node_endpoints": NODE_ENDPOINTS})
 
 
-@pytest.mark.parametrize("version", [4, 5, 7, 11, 12])
+@pytest.mark.parametrize("version", [4, 5, 7, 11, 12, 13, 15, 16, 17, 18])
 def test_fetch_answers_encode_to_kios_bytes(version: int) -> None:
     @SETTINGS
     @given(FETCH_ANSWER, I32)
