@@ -3,7 +3,8 @@
 For a consumer-protocol group (KIP-848) OffsetCommit v9's generation is the member epoch and
 OffsetFetch v9 may name a member and its epoch; engine/groups/service.py checks both.
 
-Offsets are kept per topic id, so a deleted and re-created topic starts with none.
+Offsets are kept per topic id, so a deleted and re-created topic starts with none. From v10
+both APIs name topics by id (Kafka 4.1); an id no topic has is answered UNKNOWN_TOPIC_ID.
 
 A commit is answered once its offsets are written to the store, or after COMMIT_TIMEOUT_S
 (Kafka's offsets.commit.timeout.ms) with COORDINATOR_NOT_AVAILABLE: what Kafka's group
@@ -15,13 +16,14 @@ is applied when the store answers, as in Kafka.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
-from kio.schema.offset_commit.v9.request import OffsetCommitRequest, OffsetCommitRequestPartition
+from kio.schema.offset_commit.v10.request import OffsetCommitRequest, OffsetCommitRequestPartition
 from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
-from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRequestGroup
+from kio.schema.offset_fetch.v10.request import OffsetFetchRequest, OffsetFetchRequestGroup
 
 from ...engine.api import CommittedOffset, GroupError, Topic
 from ..context import Context
@@ -44,10 +46,21 @@ from .common import within
 
 METADATA_BYTES_MAX = 4096  # Kafka offset.metadata.max.bytes
 COMMIT_TIMEOUT_S = 5.0  # Kafka offsets.commit.timeout.ms
+TOPIC_IDS_FROM = 10  # both APIs
 CodeOf = Callable[[str, int], ErrorCode]
 
 
-@handles(ApiKey.OFFSET_COMMIT, 2, 9)
+def _named(ctx: Context, entry: object) -> tuple[str, Topic | None, uuid.UUID | None]:
+    """(the topic's name, the topic if it exists, the id the request used if it used one)."""
+    topic_id = getattr(entry, "topic_id", None)
+    if topic_id is None:
+        name: str = getattr(entry, "name", "")
+        return name, ctx.topics.find(name), None
+    topic = ctx.topics.by_id(topic_id)
+    return (topic.name if topic else ""), topic, topic_id
+
+
+@handles(ApiKey.OFFSET_COMMIT, 2, 10)
 async def offset_commit(ctx: Context, header: RequestHeader, request: OffsetCommitRequest) -> OffsetCommitAnswer:
     generation = getattr(request, "generation_id_or_member_epoch", getattr(request, "generation_id", -1))
     groups = ctx.groups
@@ -63,18 +76,26 @@ async def offset_commit(ctx: Context, header: RequestHeader, request: OffsetComm
     accepted: list[tuple[str, str, int, CommittedOffset]] = []
     codes: dict[tuple[str, int], ErrorCode] = {}
     for topic in request.topics:
-        known = ctx.topics.find(topic.name)
+        name, known, topic_id = _named(ctx, topic)
         for p in topic.partitions:
-            code = _commit_code(known, p)
-            codes[(topic.name, p.partition_index)] = code
+            code = _commit_code(known, p, topic_id)
+            codes[(_key(topic), p.partition_index)] = code
             if known is not None and code == ErrorCode.none:
                 value = CommittedOffset(p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                                         p.committed_metadata, now_ms, known.resource.uid.hex)
-                accepted.append((topic.name, known.resource.uid.hex, p.partition_index, value))
+                accepted.append((name, known.resource.uid.hex, p.partition_index, value))
     if accepted and not await _written(groups.commit(request.group_id, accepted)):
-        for name, _, index, _ in accepted:
-            codes[(name, index)] = ErrorCode.coordinator_not_available
+        for topic in request.topics:
+            for p in topic.partitions:
+                if codes[(_key(topic), p.partition_index)] == ErrorCode.none:
+                    codes[(_key(topic), p.partition_index)] = ErrorCode.coordinator_not_available
     return _commit_answer(request, lambda t, p: codes[(t, p)])
+
+
+def _key(entry: object) -> str:
+    """How the request named a topic, as a key: its name, or its id from v10."""
+    topic_id = getattr(entry, "topic_id", None)
+    return str(topic_id) if topic_id is not None else getattr(entry, "name", "")
 
 
 async def _written(commit: Awaitable[None]) -> bool:
@@ -87,7 +108,9 @@ async def _written(commit: Awaitable[None]) -> bool:
     return True
 
 
-def _commit_code(topic: Topic | None, partition: OffsetCommitRequestPartition) -> ErrorCode:
+def _commit_code(topic: Topic | None, partition: OffsetCommitRequestPartition, topic_id: uuid.UUID | None) -> ErrorCode:
+    if topic is None and topic_id is not None:
+        return ErrorCode.unknown_topic_id
     if topic is None or not 0 <= partition.partition_index < topic.partition_count:
         return ErrorCode.unknown_topic_or_partition
     if partition.committed_metadata is not None and len(partition.committed_metadata.encode()) > METADATA_BYTES_MAX:
@@ -97,52 +120,62 @@ def _commit_code(topic: Topic | None, partition: OffsetCommitRequestPartition) -
 
 def _commit_answer(request: OffsetCommitRequest, code: CodeOf) -> OffsetCommitAnswer:
     topics: list[OffsetCommitTopicAnswer] = [
-        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
-                                         "error_code": code(t.name, p.partition_index)} for p in t.partitions]}
+        {"name": getattr(t, "name", ""), "topic_id": getattr(t, "topic_id", None),
+         "partitions": [{"partition_index": p.partition_index, "error_code": code(_key(t), p.partition_index)}
+                        for p in t.partitions]}
         for t in request.topics]
     return {"throttle_time": 0, "topics": topics}
 
 
-@handles(ApiKey.OFFSET_FETCH, 1, 9)
+@handles(ApiKey.OFFSET_FETCH, 1, 10)
 async def offset_fetch(ctx: Context, header: RequestHeader, request: OffsetFetchRequest) -> OffsetFetchAnswer:
     if header.api_version >= 8:
-        return {"throttle_time": 0, "groups": [_fetch_batched(ctx, g) for g in request.groups]}
+        by_id = header.api_version >= TOPIC_IDS_FROM
+        return {"throttle_time": 0, "groups": [_fetch_batched(ctx, g, by_id) for g in request.groups]}
     # v1-v7: one group, named at the top level; its answer's topics have the same fields
     group_id: str = request.group_id  # type: ignore[attr-defined]
     if not ctx.groups.coordinates(group_id):
         return {"throttle_time": 0, "topics": [], "error_code": ErrorCode.not_coordinator}
-    topics = _fetch_group(ctx, group_id, request.topics)  # type: ignore[attr-defined]
+    topics = _fetch_group(ctx, group_id, request.topics, by_id=False)  # type: ignore[attr-defined]
     return {"throttle_time": 0, "topics": topics, "error_code": ErrorCode.none}
 
 
-def _fetch_batched(ctx: Context, group: OffsetFetchRequestGroup) -> OffsetFetchGroupAnswer:
+def _fetch_batched(ctx: Context, group: OffsetFetchRequestGroup, by_id: bool) -> OffsetFetchGroupAnswer:
     """v9+ members of a consumer-protocol group name themselves and their epoch (KIP-848)."""
     error = ctx.groups.validate_fetch(group.group_id, getattr(group, "member_id", None),
                                       getattr(group, "member_epoch", -1))
     if error is not GroupError.NONE:
         return {"group_id": group.group_id, "topics": [], "error_code": group_code(error)}
-    return {"group_id": group.group_id, "topics": _fetch_group(ctx, group.group_id, group.topics),
+    return {"group_id": group.group_id, "topics": _fetch_group(ctx, group.group_id, group.topics, by_id),
             "error_code": ErrorCode.none}
 
 
 class _Wanted(Protocol):
-    """What OffsetFetch asks of one topic (v1-v7 and v8+ name the fields alike)."""
-
-    @property
-    def name(self) -> str: ...
+    """What OffsetFetch asks of one topic (v1-v7 and v8+ name the fields alike; v10 names
+    the topic by `topic_id` instead of `name`)."""
 
     @property
     def partition_indexes(self) -> tuple[int, ...]: ...
 
 
-def _fetch_group(ctx: Context, group_id: str, topics: Iterable[_Wanted] | None) -> list[OffsetFetchTopicsAnswer]:
+def _fetch_group(ctx: Context, group_id: str, topics: Iterable[_Wanted] | None,
+                 by_id: bool) -> list[OffsetFetchTopicsAnswer]:
+    """The committed offsets asked for (all of the group's when `topics` is None); topics
+    are named by id in the answer when `by_id` (v10+), else by name only."""
     if topics is None:
-        return _all_committed(ctx, group_id)
+        return _all_committed(ctx, group_id, by_id)
     answer: list[OffsetFetchTopicsAnswer] = []
     for topic in topics:
-        known = ctx.topics.find(topic.name)
-        partitions = [_fetch_one(ctx, group_id, topic.name, known, index) for index in topic.partition_indexes]
-        answer.append({"name": topic.name, "partitions": partitions})
+        name, known, topic_id = _named(ctx, topic)
+        partitions: list[OffsetFetchPartitionsAnswer]
+        if known is None and topic_id is not None:
+            partitions = [{"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+                           "metadata": "", "error_code": ErrorCode.unknown_topic_id}
+                          for index in topic.partition_indexes]
+        else:
+            partitions = [_fetch_one(ctx, group_id, name, known, index) for index in topic.partition_indexes]
+        answer.append({"name": name, "topic_id": topic_id, "partitions": partitions} if by_id else
+                      {"name": name, "partitions": partitions})
     return answer
 
 
@@ -156,13 +189,16 @@ def _fetch_one(ctx: Context, group_id: str, name: str, topic: Topic | None, inde
             "error_code": ErrorCode.none}
 
 
-def _all_committed(ctx: Context, group_id: str) -> list[OffsetFetchTopicsAnswer]:
+def _all_committed(ctx: Context, group_id: str, by_id: bool) -> list[OffsetFetchTopicsAnswer]:
     by_topic: dict[str, list[OffsetFetchPartitionsAnswer]] = {}
     for (name, index), committed in sorted(ctx.groups.all_committed(group_id).items()):
         topic = ctx.topics.find(name)
         if topic is not None and topic.resource.uid.hex == committed.topic_id:
             by_topic.setdefault(name, []).append(_fetch_one(ctx, group_id, name, topic, index))
-    return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
+    if not by_id:
+        return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
+    return [{"name": name, "topic_id": ctx.topics.get(name).resource.uid, "partitions": partitions}
+            for name, partitions in by_topic.items()]
 
 
 @handles(ApiKey.OFFSET_DELETE, 0, 0)
