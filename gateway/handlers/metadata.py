@@ -1,4 +1,5 @@
-"""Metadata (key 3) and DescribeCluster (key 60): the live nodes and who leads what.
+"""Metadata (key 3), DescribeCluster (key 60) and DescribeTopicPartitions (key 75): the live
+nodes and who leads what.
 
 Both answer from the cluster view (engine/cluster.py): the brokers are the nodes alive, the
 controller is the view's controller node, a partition's leader is the node serving it. The
@@ -11,6 +12,11 @@ for Kafka expect a topic created with replication factor N to list N replicas, a
 So Metadata lists N nodes: the leader first, then the next live nodes by node id, wrapping
 around (fewer when fewer are alive). The lists are shared between partitions with the same
 leader, so a 600-partition answer builds a handful of lists, not 1,200.
+
+DescribeTopicPartitions (KIP-966, what `kafka-topics --describe` asks a Kafka 4 broker) pages
+through the same entries: topics by name (all of them when none is named), partitions by
+index, at most response_partition_limit partitions per answer (capped at Kafka's
+max.request.partition.size.limit, 2000), and a next_cursor where the next page starts.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import uuid
 
 from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
+from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 
@@ -26,6 +33,9 @@ from ..context import Context
 from ..mapping import error_code
 from ..protocol.answers import (
     DescribeClusterAnswer,
+    DescribeTopicPartitionsAnswer,
+    DescribeTopicPartitionsCursorAnswer,
+    DescribeTopicPartitionsTopicAnswer,
     MetadataAnswer,
     MetadataBrokerAnswer,
     MetadataPartitionAnswer,
@@ -37,6 +47,8 @@ from .api import handles
 
 UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
 NO_OPERATIONS = -2147483648
+PARTITION_LIMIT_MAX = 2000  # Kafka's max.request.partition.size.limit default
+TOPIC_OPERATIONS = 3576  # what Kafka without an authorizer reports: READ to ALTER_CONFIGS, all allowed
 
 
 def address(ctx: Context, node: NodeIdentity) -> tuple[str, int]:
@@ -138,7 +150,7 @@ async def _one(ctx: Context, name: str | None, auto_create: bool) -> MetadataTop
     return describe_topic(ctx, topic)
 
 
-@handles(ApiKey.METADATA, 0, 12)
+@handles(ApiKey.METADATA, 0, 13)
 async def metadata(ctx: Context, header: RequestHeader, request: MetadataRequest) -> MetadataAnswer:
     if request.topics is None or (header.api_version == 0 and not request.topics):
         replicas = Replicas(ctx.cluster.alive())
@@ -147,7 +159,7 @@ async def metadata(ctx: Context, header: RequestHeader, request: MetadataRequest
         topics = await _requested(ctx, request)
     return {"throttle_time": 0, "brokers": brokers(ctx), "cluster_id": ctx.cluster_id,
             "controller_id": ctx.cluster.controller().node_id, "topics": topics,
-            "cluster_authorized_operations": NO_OPERATIONS}
+            "cluster_authorized_operations": NO_OPERATIONS, "error_code": ErrorCode.none}
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER, 0, 1)
@@ -157,3 +169,41 @@ async def describe_cluster(ctx: Context, header: RequestHeader, request: Describ
             "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
                         for b in brokers(ctx)],
             "cluster_authorized_operations": NO_OPERATIONS}
+
+
+@handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0)
+async def describe_topic_partitions(ctx: Context, header: RequestHeader,
+                                    request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsAnswer:
+    names = sorted({t.name for t in request.topics}) if request.topics else sorted(t.name for t in ctx.topics)
+    cursor = request.cursor
+    if cursor is not None and request.topics and cursor.topic_name not in names:
+        return {"throttle_time": 0, "next_cursor": None, "topics": [  # Kafka: the cursor must name a listed topic
+            {"error_code": ErrorCode.invalid_request, "name": names[0], "topic_id": uuid.UUID(int=0),
+             "is_internal": False, "partitions": [], "topic_authorized_operations": NO_OPERATIONS}]}
+    if cursor is not None:
+        names = [name for name in names if name >= cursor.topic_name]
+    room = min(max(request.response_partition_limit, 1), PARTITION_LIMIT_MAX)
+    replicas = Replicas(ctx.cluster.alive())
+    answers: list[DescribeTopicPartitionsTopicAnswer] = []
+    next_cursor: DescribeTopicPartitionsCursorAnswer | None = None
+    for name in names:
+        topic = ctx.topics.find(name)
+        if topic is None:
+            answers.append({"error_code": UNKNOWN_TOPIC, "name": name, "topic_id": uuid.UUID(int=0),
+                            "is_internal": False, "partitions": [],
+                            "topic_authorized_operations": TOPIC_OPERATIONS})
+            continue
+        if room == 0:
+            next_cursor = {"topic_name": name, "partition_index": 0}
+            break
+        first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        partitions = _partitions(ctx, topic, replicas)[first:first + room]
+        room -= len(partitions)
+        answers.append({"error_code": ErrorCode.none, "name": name, "topic_id": topic.resource.uid,
+                        "is_internal": False, "topic_authorized_operations": TOPIC_OPERATIONS,
+                        "partitions": [{**p, "eligible_leader_replicas": [], "last_known_elr": []}
+                                       for p in partitions]})
+        if first + len(partitions) < topic.partition_count:
+            next_cursor = {"topic_name": name, "partition_index": first + len(partitions)}
+            break
+    return {"throttle_time": 0, "topics": answers, "next_cursor": next_cursor}

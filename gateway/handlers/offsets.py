@@ -1,10 +1,13 @@
-"""ListOffsets (key 2), OffsetForLeaderEpoch (key 23) and DeleteRecords (key 21)."""
+"""ListOffsets (key 2), OffsetForLeaderEpoch (key 23) and DeleteRecords (key 21).
+
+ListOffsets' special timestamps are taken from the version Kafka takes them (SPECIAL_FROM);
+an older version asking for one is answered UNSUPPORTED_VERSION, as Kafka answers it."""
 
 from __future__ import annotations
 
 from kio.schema.delete_records.v2.request import DeleteRecordsPartition, DeleteRecordsRequest
 from kio.schema.errors import ErrorCode
-from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest
+from kio.schema.list_offsets.v11.request import ListOffsetsPartition, ListOffsetsRequest
 from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest, OffsetForLeaderPartition
 
 from ...engine.api import PartitionInfo, TopicPartition, errors
@@ -29,21 +32,27 @@ from .common import epoch_error
 
 LATEST = -1
 EARLIEST = -2
-MAX_TIMESTAMP = -3
+MAX_TIMESTAMP = -3  # KIP-734, v7+
+EARLIEST_LOCAL = -4  # KIP-405, v8+: the log start offset (all of a log is "local" here)
+LATEST_TIERED = -5  # KIP-1005, v9+: nothing is tiered, so no offset
+EARLIEST_PENDING_UPLOAD = -6  # v11+: nothing waits for tiering, so no offset
+SPECIAL_FROM = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9, EARLIEST_PENDING_UPLOAD: 11}
 
 
-@handles(ApiKey.LIST_OFFSETS, 1, 7)
+@handles(ApiKey.LIST_OFFSETS, 1, 11)
 async def list_offsets(ctx: Context, header: RequestHeader, request: ListOffsetsRequest) -> ListOffsetsAnswer:
     topics: list[ListOffsetsTopicAnswer] = []
     for topic in request.topics:
-        partitions = [await _list_one(ctx, topic.name, p) for p in topic.partitions]
+        partitions = [await _list_one(ctx, topic.name, p, header.api_version) for p in topic.partitions]
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}
 
 
-async def _list_one(ctx: Context, topic: str, wanted: ListOffsetsPartition) -> ListOffsetsPartitionAnswer:
+async def _list_one(ctx: Context, topic: str, wanted: ListOffsetsPartition, version: int) -> ListOffsetsPartitionAnswer:
     answer: ListOffsetsPartitionAnswer = {"partition_index": wanted.partition_index, "error_code": ErrorCode.none,
                                           "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    if wanted.timestamp < EARLIEST and version < SPECIAL_FROM.get(wanted.timestamp, version + 1):
+        return answer | {"error_code": ErrorCode.unsupported_version}  # as Kafka: not a timestamp this version has
     tp = TopicPartition(topic, wanted.partition_index)
     try:
         info = ctx.partitions.info(tp)
@@ -53,17 +62,17 @@ async def _list_one(ctx: Context, topic: str, wanted: ListOffsetsPartition) -> L
         timestamp, offset = await _offset_for(ctx, tp, info, wanted.timestamp)
     except errors.EngineError as error:
         return answer | {"error_code": error_code(error)}
-    return answer | {"timestamp": timestamp, "offset": offset, "leader_epoch": info.session}
+    return answer | {"timestamp": timestamp, "offset": offset, "leader_epoch": info.session if offset >= 0 else -1}
 
 
 async def _offset_for(ctx: Context, tp: TopicPartition, info: PartitionInfo, timestamp: int) -> tuple[int, int]:
-    if timestamp == EARLIEST:
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, info.start_offset
     if timestamp == LATEST:
         return -1, info.high_watermark
     if timestamp == MAX_TIMESTAMP:
         return await _max_timestamp(ctx, tp)
-    if timestamp < 0:
+    if timestamp < 0:  # LATEST_TIERED, EARLIEST_PENDING_UPLOAD
         return -1, -1
     batch = await ctx.partitions.batch_at_time(tp, timestamp)
     if batch is None:
