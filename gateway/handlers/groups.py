@@ -8,9 +8,9 @@ the connection's next request waits with them, as in Kafka.
 from __future__ import annotations
 
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
-from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.join_group.v9.request import JoinGroupRequest
 from kio.schema.leave_group.v5.request import LeaveGroupRequest
@@ -41,11 +41,12 @@ from ..protocol.codec import RequestHeader
 from .api import handles
 from .common import millis
 
-GROUP_KEY = 0
+GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types; 2 (share groups, v6) is not served
+NOT_FOUND_FROM = 6  # DescribeGroups answers GROUP_ID_NOT_FOUND for a group it cannot describe (KIP-1043)
 NO_OPERATIONS = -2147483648
 
 
-@handles(ApiKey.FIND_COORDINATOR, 0, 4)
+@handles(ApiKey.FIND_COORDINATOR, 0, 6)
 async def find_coordinator(ctx: Context, header: RequestHeader, request: FindCoordinatorRequest) -> FindCoordinatorAnswer:
     if header.api_version >= 4:
         keys = list(request.coordinator_keys)
@@ -57,9 +58,12 @@ async def find_coordinator(ctx: Context, header: RequestHeader, request: FindCoo
 
 
 def _coordinator(ctx: Context, key: str, key_type: int) -> FindCoordinatorCoordinatorAnswer:
-    if key_type != GROUP_KEY:
+    if key_type == TRANSACTION_KEY:
         return {"key": key, "error_code": ErrorCode.coordinator_not_available, "node_id": -1, "host": "",
                 "port": -1, "error_message": "transactions are not supported yet"}
+    if key_type != GROUP_KEY:  # Kafka 4.4 without share groups answers INVALID_REQUEST too
+        return {"key": key, "error_code": ErrorCode.invalid_request, "node_id": -1, "host": "",
+                "port": -1, "error_message": f"coordinator key type {key_type} is not served"}
     if ctx.groups.coordinates(key):  # this node: the address it advertises
         settings = ctx.settings
         return {"key": key, "error_code": ErrorCode.none, "node_id": ctx.node_id, "host": settings.advertised_host,
@@ -138,17 +142,24 @@ async def list_groups(ctx: Context, header: RequestHeader, request: ListGroupsRe
     return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": groups}
 
 
-@handles(ApiKey.DESCRIBE_GROUPS, 0, 5)
+@handles(ApiKey.DESCRIBE_GROUPS, 0, 6)
 async def describe_groups(ctx: Context, header: RequestHeader, request: DescribeGroupsRequest) -> DescribeGroupsAnswer:
-    return {"throttle_time": 0, "groups": [_describe(ctx, group_id) for group_id in request.groups]}
+    not_found = header.api_version >= NOT_FOUND_FROM
+    return {"throttle_time": 0, "groups": [_describe(ctx, group_id, not_found) for group_id in request.groups]}
 
 
-def _describe(ctx: Context, group_id: str) -> DescribeGroupsDescribedGroupAnswer:
+def _describe(ctx: Context, group_id: str, not_found: bool) -> DescribeGroupsDescribedGroupAnswer:
     groups = ctx.groups
-    view = None if groups.is_consumer_group(group_id) else groups.describe(group_id)
-    if view is None:  # Kafka describes unknown and consumer-protocol groups as Dead here
-        return {"error_code": ErrorCode.none, "group_id": group_id, "group_state": "Dead", "protocol_type": "",
-                "protocol_data": "", "members": [], "authorized_operations": NO_OPERATIONS}
+    consumer_group = groups.is_consumer_group(group_id)
+    view = None if consumer_group else groups.describe(group_id)
+    if view is None:  # Kafka describes unknown and consumer-protocol groups as Dead; from v6 with an error
+        dead: DescribeGroupsDescribedGroupAnswer = {
+            "error_code": ErrorCode.none, "group_id": group_id, "group_state": "Dead", "protocol_type": "",
+            "protocol_data": "", "members": [], "authorized_operations": NO_OPERATIONS}
+        if not_found:
+            why = "is not a classic group" if consumer_group else "not found"
+            dead |= {"error_code": ErrorCode.group_id_not_found, "error_message": f"Group {group_id} {why}."}
+        return dead
     stable = view.state.value == "Stable"
     return {"error_code": ErrorCode.none, "group_id": group_id, "group_state": view.state.value,
             "protocol_type": view.protocol_type, "protocol_data": view.protocol_name,

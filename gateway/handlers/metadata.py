@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import uuid
 
-from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
+from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
@@ -162,12 +162,12 @@ async def metadata(ctx: Context, header: RequestHeader, request: MetadataRequest
             "cluster_authorized_operations": NO_OPERATIONS, "error_code": ErrorCode.none}
 
 
-@handles(ApiKey.DESCRIBE_CLUSTER, 0, 1)
+@handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
 async def describe_cluster(ctx: Context, header: RequestHeader, request: DescribeClusterRequest) -> DescribeClusterAnswer:
     return {"throttle_time": 0, "error_code": ErrorCode.none, "endpoint_type": 1,
             "cluster_id": ctx.cluster_id, "controller_id": ctx.cluster.controller().node_id,
-            "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
-                        for b in brokers(ctx)],
+            "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
+                         "is_fenced": False} for b in brokers(ctx)],  # a live node is never fenced
             "cluster_authorized_operations": NO_OPERATIONS}
 
 

@@ -113,6 +113,7 @@ class DescribeClusterBrokerAnswer(TypedDict, total=False):
     host: str
     port: int
     rack: str | None
+    is_fenced: bool
 
 
 class DescribeClusterAnswer(TypedDict, total=False):
@@ -433,6 +434,7 @@ class DescribeGroupsDescribedGroupAnswer(TypedDict, total=False):
     protocol_data: str
     members: Sequence[DescribeGroupsDescribedGroupMemberAnswer]
     authorized_operations: int
+    error_message: str | None
 
 
 class DescribeGroupsAnswer(TypedDict, total=False):

@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.java]
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
 COORDINATOR_LOADING, NOT_COORDINATOR = 14, 16
+DESCRIBE_GROUPS, DESCRIBE_CLUSTER, CONSUMER_GROUP_HEARTBEAT = 15, 60, 68
 FIND_COORDINATOR, API_VERSIONS, DESCRIBE_TOPIC_PARTITIONS = 10, 18, 75
 
 TRANSACTIONS = "transactions are not served yet (issue 14)"
@@ -31,15 +32,11 @@ SECURITY = "SASL, ACLs, quotas, SCRAM and delegation tokens are not served (PLAI
 KRAFT = "describes or changes a KRaft controller quorum, which Martlet does not have"
 SHARE = "share groups (KIP-932) are not served"
 STREAMS = "streams groups (KIP-1071) are not served"
-NEWER = "the newest version is not served yet; clients use the one before"
 # api key -> (Martlet's range or None when not served, why it differs from Kafka's)
 DIFFERENCES: dict[int, tuple[tuple[int, int] | None, str]] = {
     0: ((3, 13), "Produce v0-v2 carry message format v0/v1, which Martlet does not store"),
-    10: ((0, 4), "FindCoordinator v5-v6: " + NEWER + " (v6 adds share-group coordinators)"),
-    15: ((0, 5), "DescribeGroups v6: " + NEWER),
     18: ((0, 4), "ApiVersions v5: not in kio, the protocol library"),
-    42: ((0, 2), "DeleteGroups v3: " + NEWER),
-    60: ((0, 1), "DescribeCluster v2: " + NEWER + " (fenced brokers: Martlet fences none)"),
+    42: ((0, 2), "DeleteGroups v3: not in kio, the protocol library"),
     17: (None, SECURITY), 29: (None, SECURITY), 30: (None, SECURITY), 31: (None, SECURITY),
     36: (None, SECURITY), 38: (None, SECURITY), 39: (None, SECURITY), 40: (None, SECURITY),
     41: (None, SECURITY), 48: (None, SECURITY), 49: (None, SECURITY), 50: (None, SECURITY),
@@ -175,3 +172,27 @@ def _page(answer: Any) -> tuple[object, ...]:
               for t in answer.topics]
     cursor = answer.next_cursor
     return topics, None if cursor is None else (cursor.topic_name, cursor.partition_index)
+
+
+def test_newest_group_and_cluster_versions_answer_as_kafka(both: Both) -> None:
+    name = f"groups-{uuid.uuid4().hex[:8]}"
+    _create(both, name, 1)
+    classic, consumer = f"classic-{name}", f"consumer-{name}"
+    for client in (both.martlet, both.reference):
+        assert wait_until(lambda c=client: _coordinated(c, consumer), 30)
+        join = {"group_id": consumer, "member_id": uuid.uuid4().hex, "member_epoch": 0, "instance_id": None,
+                "rack_id": None, "rebalance_timeout": 30_000, "subscribed_topic_names": [name],
+                "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
+        assert wait_until(lambda c=client, b=join: _ask(c, CONSUMER_GROUP_HEARTBEAT, 1, b).error_code == 0, 30)
+    for version in (5, 6):
+        ours, theirs = both.ask(DESCRIBE_GROUPS, version, {"groups": [classic, consumer],
+                                                            "include_authorized_operations": False})
+        shown = [[(int(g.error_code), getattr(g, "error_message", None), g.group_state) for g in answer.groups]
+                 for answer in (ours, theirs)]
+        assert shown[0] == shown[1], version
+    for key_type in (0, 2):
+        ours, theirs = both.ask(FIND_COORDINATOR, 6, {"key_type": key_type, "coordinator_keys": [classic]})
+        assert int(ours.coordinators[0].error_code) == int(theirs.coordinators[0].error_code), key_type
+    body = {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": True}
+    ours, theirs = both.ask(DESCRIBE_CLUSTER, 2, body)
+    assert [(b.broker_id, b.is_fenced) for b in ours.brokers] == [(b.broker_id, b.is_fenced) for b in theirs.brokers]
