@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import errors
+from .catalog.catalog import Dynamic
 from .catalog.config import ConfigValue, Kept, Overrides, TopicConfig
 from .catalog.topic import Topic
 from .clock import Clock, ManualClock
@@ -70,7 +71,7 @@ def admin(zookeeper: str, store: Store, session_ms: int) -> Admin:
 
 
 __all__ = [
-    "EMBEDDED_NODE_ID", "ClusterView", "ConfigValue", "EmbeddedCluster", "Kept", "NodeIdentity", "Overrides",
+    "EMBEDDED_NODE_ID", "ClusterView", "ConfigValue", "Dynamic", "EmbeddedCluster", "Kept", "NodeIdentity", "Overrides",
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",

@@ -12,12 +12,12 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from .catalog.catalog import Catalog, CatalogChanges, topic_dir
+from .catalog.catalog import Catalog, CatalogChanges, Dynamic, topic_dir
 from .catalog.config import Overrides, TopicConfig
 from .catalog.names import check_name
 from .catalog.topic import Topic
@@ -83,7 +83,11 @@ class Topics:
                  cluster: ClusterView) -> None:
         self._catalog = catalog
         self._partitions = partitions
-        self.defaults = defaults
+        self.static_defaults = defaults  # what the settings give
+        self.defaults = defaults  # the static ones with the dynamic settings' changes (see `dynamic_changes`)
+        # How the dynamic settings change the defaults: set by whoever defines them (the
+        # gateway's dynamic broker configs); None: they change nothing.
+        self.dynamic_changes: Callable[[Dynamic], Overrides] | None = None
         self._opener = opener
         self._cluster = cluster
         self._admin = Workers(1, "martlet-admin")
@@ -111,9 +115,37 @@ class Topics:
 
     # -- changes (store work on the admin thread)
 
+    @property
+    def dynamic(self) -> Dynamic:
+        """The dynamic settings by scope ("" for the cluster, a node id for one node)."""
+        return self._catalog.dynamic
+
+    async def set_dynamic(self, scope: str, values: Mapping[str, str]) -> None:
+        """Replace the dynamic settings of `scope`; InvalidConfig if the defaults they give are bad."""
+        async with self._changing():
+            dynamic = {key: dict(found) for key, found in self._catalog.dynamic.items() if key != scope}
+            if values:
+                dynamic[scope] = dict(values)
+            self._defaults_for(dynamic)  # checked before anything is written
+            await self._off_loop(self._catalog.save_dynamic, dynamic)
+        self.rebase_defaults()
+
+    def _defaults_for(self, dynamic: Dynamic) -> TopicConfig:
+        if self.dynamic_changes is None:
+            return self.static_defaults
+        return self.static_defaults.updated(self.dynamic_changes(dynamic))
+
+    def rebase_defaults(self) -> None:
+        """Event loop: derive the defaults from the dynamic settings again, and every topic's
+        configuration from them."""
+        self.defaults = self._defaults_for(self._catalog.dynamic)
+        for topic in self._catalog.rebase(self.defaults):
+            self._apply_config(topic)
+
     def open_all(self) -> None:
         """At start-up, before anything is served: load the catalog and open every partition."""
         self._catalog.load()
+        self.rebase_defaults()  # nothing is open yet: only the catalog changes
         for topic in self._catalog:
             for tp, partition in self._open_partitions(topic, range(topic.partition_count)):
                 self._partitions.add(tp, partition)
@@ -203,6 +235,7 @@ class Topics:
         self._serve(opened)
         for _, after in changes.reconfigured:
             self._apply_config(after)
+        self.rebase_defaults()  # another node may have changed the dynamic settings
         return changes
 
     def expect(self, tp: TopicPartition) -> None:

@@ -52,6 +52,7 @@ class Broker:
             self.member.connections = lambda: server.connection_count
         identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)
         ctx.node_id = identity.node_id
+        self.engine.topics.rebase_defaults()  # this node's own dynamic configs, now that it knows its id
         return self.address
 
     async def stop(self) -> None:

@@ -19,6 +19,7 @@ from ..engine.api import (
     Topics,
     store_location,
 )
+from .broker_dynamic import topic_defaults
 from .protocol.apis import ApiKey, Served
 from .settings import GatewaySettings
 
@@ -41,7 +42,12 @@ class Context:
 
     @classmethod
     def of(cls, engine: Engine, settings: GatewaySettings, cluster_id: str, apis: Mapping[ApiKey, Served]) -> Context:
-        """The context of a broker serving `engine` (opened already: its groups exist)."""
-        return cls(engine.topics, engine.partitions, engine.groups, engine.producer_ids, engine.clock, settings,
-                   cluster_id, apis, engine.cluster, engine.settings, store_location(engine.store),
-                   engine.cluster.local().node_id, engine.coordinator_of)
+        """The context of a broker serving `engine` (opened already: its groups exist). The
+        dynamic broker configs (broker_dynamic.py) start to change the topic defaults here; a
+        node that learns its id later (a cluster) calls `Topics.rebase_defaults` again."""
+        ctx = cls(engine.topics, engine.partitions, engine.groups, engine.producer_ids, engine.clock, settings,
+                  cluster_id, apis, engine.cluster, engine.settings, store_location(engine.store),
+                  engine.cluster.local().node_id, engine.coordinator_of)
+        engine.topics.dynamic_changes = lambda dynamic: topic_defaults(dynamic, ctx.node_id)
+        engine.topics.rebase_defaults()
+        return ctx

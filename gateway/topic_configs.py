@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -330,9 +330,13 @@ class Described:
     synonyms: list[DescribeConfigsSynonymAnswer]
 
 
-def described(topic: Topic, defaults: TopicConfig, keys: Iterable[str] | None) -> list[Described]:
-    """A topic's configs (those in `keys`, else all) with their values, sources and synonyms
-    (the topic's override, the broker's setting, Kafka's default: most specific first)."""
+Layers = Sequence[tuple[int, Mapping[str, str]]]  # (config source, broker config name -> value), most specific first
+
+
+def described(topic: Topic, defaults: TopicConfig, keys: Iterable[str] | None, layers: Layers = ()) -> list[Described]:
+    """A topic's configs (those in `keys`, else all) with their values, sources and synonyms,
+    most specific first: the topic's override, the dynamic broker configs in `layers` (for
+    the configs the engine honours), the broker's static setting (`defaults`), Kafka's default."""
     overridden = kafka_overrides(topic)
     wanted = set(keys) if keys else None
     found = []
@@ -340,15 +344,22 @@ def described(topic: Topic, defaults: TopicConfig, keys: Iterable[str] | None) -
         if wanted is not None and config.name not in wanted:
             continue
         broker_value = (config.to_kafka(getattr(defaults, config.engine)) if config.engine else config.default)
+        synonym = config.synonym if config.engine else None  # only the honoured ones follow dynamic configs
+        dynamic = [(source, values[synonym]) for source, values in layers if synonym is not None and synonym in values]
         chain: list[DescribeConfigsSynonymAnswer] = []
         if config.name in overridden:
             chain.append({"name": config.name, "value": overridden[config.name], "source": TOPIC})
         if config.synonym is not None:
+            chain.extend({"name": config.synonym, "value": value, "source": source} for source, value in dynamic)
             if broker_value != config.default:
                 chain.append({"name": config.synonym, "value": broker_value, "source": STATIC})
             if config.listed_default:
                 chain.append({"name": config.synonym, "value": config.default, "source": DEFAULT})
-        value = overridden.get(config.name, broker_value)
-        source = TOPIC if config.name in overridden else STATIC if broker_value != config.default else DEFAULT
+        if config.name in overridden:
+            value, source = overridden[config.name], TOPIC
+        elif dynamic:
+            source, value = dynamic[0]
+        else:
+            value, source = broker_value, STATIC if broker_value != config.default else DEFAULT
         found.append(Described(config, value, source, chain))
     return found

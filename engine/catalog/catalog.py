@@ -15,10 +15,20 @@ service triggers it); it costs one list and one read per topic. A directory with
 
 Changes run on the engine's admin thread while the event loop reads: the table of topics is
 never changed in place but replaced whole, so a reader iterates a consistent snapshot.
+
+A topic's configuration is its overrides on top of the defaults (`defaults`): whatever a
+topic.json says of a setting the topic does not override is replaced by the current
+default when it is read, and `rebase` re-derives every topic when the defaults change, so a
+topic without its own retention follows the broker's, as in Kafka.
+
+Dynamic settings (`dynamic-configs.json` under the store root) are kept here for whoever
+sets them (the gateway: Kafka's dynamic broker configs) as opaque text by scope, "" for the
+whole cluster, a node id for one node; they travel to other nodes with the catalog.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,6 +43,8 @@ from .topic import Topic
 
 TOPICS_DIR = "topics"
 DELETED_SUFFIX = ".deleted"
+DYNAMIC_FILE = "dynamic-configs.json"
+Dynamic = dict[str, dict[str, str]]  # scope ("" or a node id) -> name -> value
 
 
 def topic_dir(topic: Topic) -> str:
@@ -82,6 +94,8 @@ class Catalog:
         self.owner = owner
         self.partitions_max = min(partitions_max, SLOTS)
         self._topics: dict[str, Topic] = {}
+        self.defaults: TopicConfig | None = None  # None: take each topic.json as it is
+        self.dynamic: Dynamic = {}
 
     def load(self) -> None:
         """Read the topics at start, finishing deletes a crash interrupted."""
@@ -90,6 +104,7 @@ class Catalog:
             if entry.endswith(DELETED_SUFFIX):
                 self.store.delete(f"{TOPICS_DIR}/{entry}")
         self._topics = self._read_all()
+        self.dynamic = self._read_dynamic()
 
     def reload(self) -> CatalogChanges:
         """Re-read the store (another process may have changed it) and report what changed.
@@ -98,7 +113,36 @@ class Catalog:
         fresh = self._read_all()
         changes = compare(self._topics, fresh)
         self._topics = fresh
+        self.dynamic = self._read_dynamic()
         return changes
+
+    def rebase(self, defaults: TopicConfig) -> list[Topic]:
+        """New defaults: re-derive every topic's configuration (in memory; the files are
+        re-derived whenever they are read). Returns the topics whose configuration changed."""
+        self.defaults = defaults
+        fresh = {name: self._derived(topic) for name, topic in self._topics.items()}
+        changed = [topic for name, topic in fresh.items() if topic.config != self._topics[name].config]
+        self._topics = fresh
+        return changed
+
+    def _derived(self, topic: Topic) -> Topic:
+        if self.defaults is None:
+            return topic
+        own = {name: getattr(topic.config, name) for name in topic.overrides}
+        return topic.reconfigured(self.defaults.updated(own), topic.overrides)
+
+    def save_dynamic(self, dynamic: Dynamic) -> None:
+        write_atomically(self.store, DYNAMIC_FILE, json.dumps(dynamic, indent=1, sort_keys=True).encode())
+        self.dynamic = dynamic
+
+    def _read_dynamic(self) -> Dynamic:
+        if not self.store.exists(DYNAMIC_FILE):
+            return {}
+        try:
+            doc = json.loads(read_whole(self.store, DYNAMIC_FILE))
+        except FileNotFoundError:
+            return {}
+        return {str(scope): {str(k): str(v) for k, v in values.items()} for scope, values in doc.items()}
 
     def _read_all(self) -> dict[str, Topic]:
         topics = {}
@@ -110,7 +154,7 @@ class Catalog:
                 topic = Topic.from_json(read_whole(self.store, path))
             except FileNotFoundError:
                 continue  # deleted by another process between the list and the read
-            topics[topic.name] = topic
+            topics[topic.name] = self._derived(topic)
         return topics
 
     def __iter__(self) -> Iterator[Topic]:

@@ -4,15 +4,16 @@ Tools read a broker's configuration by Kafka's names (`kafka-configs --describe
 --entity-type brokers`, AdminClient.describeConfigs), so each Martlet setting with a Kafka
 counterpart is shown under that name: the node's identity and listeners, where the logs are,
 the defaults new topics get, the group coordinator's limits. Kafka's flags are kept:
-- read_only as Kafka marks each name (false only where a Kafka broker takes the change at run
-  time; Martlet changes none, AlterConfigs on a broker is refused);
-- config_source STATIC_BROKER_CONFIG (4) for what a broker must be given (its id, listeners,
-  log dirs, roles) and for values that differ from Kafka's default (they must have been
-  configured), DEFAULT_CONFIG (5) otherwise; with synonyms asked for, a static value lists
-  Kafka's default after it, as Kafka does.
+- read_only as Kafka marks each name (false where a Kafka broker takes the change at run
+  time: a dynamic config, see broker_dynamic.py);
+- config_source DYNAMIC_BROKER_CONFIG (2) or DYNAMIC_DEFAULT_BROKER_CONFIG (3) for a dynamic
+  value set for the node or the cluster, STATIC_BROKER_CONFIG (4) for what a broker must be
+  given (its id, listeners, log dirs, roles) and for values that differ from Kafka's default
+  (they must have been configured), DEFAULT_CONFIG (5) otherwise; with synonyms asked for,
+  every layer is listed, most specific first, as Kafka does.
 The resource name is a node id: any live node is answered (the nodes of a cluster share one
-configuration; the identity and listeners are that node's). "" asks for the cluster-wide
-dynamic defaults, of which Martlet has none. Anything else gets Kafka's INVALID_REQUEST.
+static configuration; the identity and listeners are that node's). "" asks for the
+cluster-wide dynamic defaults, as set. Anything else gets Kafka's INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ...engine.api import NodeIdentity
+from ..broker_dynamic import CLUSTER, DYNAMIC_DEFAULT, layers
 from ..context import Context
 from ..protocol.answers import DescribeConfigsResourceResultAnswer, DescribeConfigsSynonymAnswer
-from ..topic_configs import BY_ENGINE
+from ..topic_configs import BY_ENGINE, Layers
 from .metadata import address
 
 STATIC, DEFAULT = 4, 5  # Kafka's ConfigSource.STATIC_BROKER_CONFIG, DEFAULT_CONFIG
-BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7  # Kafka's ConfigType (DescribeConfigs v3+)
+UNKNOWN, BOOLEAN, STRING, INT, LONG, LIST = 0, 1, 2, 3, 5, 7  # Kafka's ConfigType (DescribeConfigs v3+)
 DEFAULT_REPLICATION_FACTOR = "1"
 MIN_IN_SYNC_REPLICAS = "1"  # every partition has one copy in the store, always "in sync"
 MS_PER_MINUTE = 60_000
@@ -45,9 +47,9 @@ class BrokerConfig:
 
 
 def _topic_default(engine_name: str) -> Callable[[Context, NodeIdentity], str | None]:
-    """A default of new topics, in Kafka's spelling (retention, segment size, ...)."""
+    """A static default of topics, in Kafka's spelling (retention, segment size, ...)."""
     spec = BY_ENGINE[engine_name]
-    return lambda ctx, _node: spec.to_kafka(getattr(ctx.topics.defaults, engine_name))
+    return lambda ctx, _node: spec.to_kafka(getattr(ctx.topics.static_defaults, engine_name))
 
 
 def _listener(ctx: Context, node: NodeIdentity) -> str:
@@ -98,6 +100,10 @@ BROKER_CONFIGS: tuple[BrokerConfig, ...] = (
 )
 
 
+BY_NAME = {config.name: config for config in BROKER_CONFIGS}
+READ_ONLY = frozenset(config.name for config in BROKER_CONFIGS if config.read_only)
+
+
 class BrokerNotFound(Exception):
     """Kafka's INVALID_REQUEST for a BROKER resource that names no broker it answers for."""
 
@@ -105,12 +111,25 @@ class BrokerNotFound(Exception):
 def broker_entries(ctx: Context, name: str, keys: Iterable[str] | None,
                    synonyms: bool) -> list[DescribeConfigsResourceResultAnswer]:
     """The entries of BROKER resource `name`; BrokerNotFound with Kafka's message."""
-    if name == "":
-        return []  # the cluster-wide dynamic defaults: Martlet keeps none
-    node = live_node(ctx, name)
     wanted = set(keys) if keys else None
-    return [_entry(ctx, node, config, synonyms) for config in BROKER_CONFIGS
+    if name == CLUSTER:  # the cluster-wide dynamic defaults, as set
+        return [_dynamic_entry(key, value, synonyms) for key, value in sorted(ctx.topics.dynamic.get(CLUSTER, {}).items())
+                if wanted is None or key in wanted]
+    node = live_node(ctx, name)
+    layered = layers(ctx.topics.dynamic, node.node_id)
+    return [_entry(ctx, node, config, synonyms, layered) for config in BROKER_CONFIGS
             if wanted is None or config.name in wanted]
+
+
+def _dynamic_entry(name: str, value: str | None, with_synonyms: bool) -> DescribeConfigsResourceResultAnswer:
+    """A cluster-wide dynamic config. One Kafka does not know is shown as Kafka shows it:
+    read-only, untyped, its value hidden (it might be a secret)."""
+    known = BY_NAME.get(name)
+    value = value if known else None
+    return {"name": name, "value": value, "read_only": known is None or known.read_only,
+            "config_source": DYNAMIC_DEFAULT, "is_sensitive": False,
+            "synonyms": [{"name": name, "value": value, "source": DYNAMIC_DEFAULT}] if with_synonyms else [],
+            "config_type": known.config_type if known else UNKNOWN, "documentation": None}
 
 
 def live_node(ctx: Context, name: str) -> NodeIdentity:
@@ -127,22 +146,30 @@ def live_node(ctx: Context, name: str) -> NodeIdentity:
     raise BrokerNotFound(f"Unexpected broker id, expected {expected} or empty string, but received {name}")
 
 
-def _entry(ctx: Context, node: NodeIdentity, config: BrokerConfig,
-           with_synonyms: bool) -> DescribeConfigsResourceResultAnswer:
-    value = config.value(ctx, node)
-    static = config.kafka_default is None or value != config.kafka_default
-    source = STATIC if static and value is not None else DEFAULT
+def _entry(ctx: Context, node: NodeIdentity, config: BrokerConfig, with_synonyms: bool,
+           layered: Layers) -> DescribeConfigsResourceResultAnswer:
+    dynamic = [] if config.read_only else [(source, values[config.name]) for source, values in layered
+                                           if config.name in values]
+    static_value = config.value(ctx, node)
+    static = config.kafka_default is None or static_value != config.kafka_default
+    static_source = STATIC if static and static_value is not None else DEFAULT
+    source, value = dynamic[0] if dynamic else (static_source, static_value)
     return {"name": config.name, "value": value, "read_only": config.read_only, "config_source": source,
-            "is_sensitive": False, "synonyms": _synonyms(config, value, source) if with_synonyms else [],
+            "is_sensitive": False,
+            "synonyms": _synonyms(config, dynamic, static_value, static_source) if with_synonyms else [],
             "config_type": config.config_type, "documentation": None}
 
 
-def _synonyms(config: BrokerConfig, value: str | None, source: int) -> list[DescribeConfigsSynonymAnswer]:
-    """Where the value comes from, most specific first: the static setting, then Kafka's default."""
+def _synonyms(config: BrokerConfig, dynamic: list[tuple[int, str]], value: str | None,
+              source: int) -> list[DescribeConfigsSynonymAnswer]:
+    """Where the value comes from, most specific first: the node's and the cluster's dynamic
+    configs, the static setting, Kafka's default."""
+    found: list[DescribeConfigsSynonymAnswer] = [{"name": config.name, "value": v, "source": s} for s, v in dynamic]
     if value is None:
-        return []
-    found: list[DescribeConfigsSynonymAnswer] = [{"name": config.name, "value": value, "source": source}]
-    if source == STATIC and config.kafka_default is not None:
+        return found
+    if source == STATIC:
+        found.append({"name": config.name, "value": value, "source": STATIC})
+    if config.kafka_default is not None:
         found.append({"name": config.name, "value": config.kafka_default, "source": DEFAULT})
     return found
 

@@ -1,15 +1,14 @@
-"""DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) for topics.
+"""DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) for topics and brokers.
 
-Broker resources are described under Kafka's broker config names (broker_configs.py).
-Nothing about a broker is tunable at run time, so setting a broker config is refused with
-INVALID_REQUEST, while removing one (IncrementalAlterConfigs DELETE) finds nothing set and
-succeeds, as Kafka answers for a dynamic config that was never set:
+Broker resources are described under Kafka's broker config names (broker_configs.py), and
+their dynamic configs are set as Kafka sets them (broker_dynamic.py): for one node (its id)
+or the whole cluster (""). Removing one never set succeeds, as in Kafka:
 `kafka-reassign-partitions --verify` removes the replication throttles of every broker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
@@ -17,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.incremental_alter_configs.v1.request import AlterableConfig, IncrementalAlterConfigsRequest
 
 from ...engine.api import Topic, errors
+from ..broker_dynamic import CLUSTER, changed, layers, topic_defaults
 from ..context import Context
 from ..mapping import error_code
 from ..protocol.answers import (
@@ -29,12 +29,14 @@ from ..protocol.answers import (
 )
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
-from ..topic_configs import described, kafka_overrides, to_overrides
+from ..topic_configs import Described, described, kafka_overrides, to_overrides
 from .api import handles
-from .broker_configs import BrokerNotFound, broker_entries, live_node
+from .broker_configs import READ_ONLY, BrokerNotFound, broker_entries, live_node
+from .broker_loggers import LoggerRefused, logger_entries, set_levels
 
 TOPIC = 2
 BROKER = 4
+BROKER_LOGGER = 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 # One entry's shape serves DescribeConfigs and CreateTopics (whose shape has no synonyms,
@@ -47,7 +49,11 @@ NewOverrides = Callable[[dict[str, str]], dict[str, str | None]]
 
 def describe_topic_configs(ctx: Context, topic: Topic, keys: Iterable[str] | None) -> list[ConfigEntry]:
     return [{"name": d.config.name, "value": d.value, "read_only": False, "config_source": d.source,
-             "is_sensitive": False} for d in described(topic, ctx.topics.defaults, keys)]
+             "is_sensitive": False} for d in _described(ctx, topic, keys)]
+
+
+def _described(ctx: Context, topic: Topic, keys: Iterable[str] | None) -> list[Described]:
+    return described(topic, ctx.topics.static_defaults, keys, layers(ctx.topics.dynamic, ctx.node_id))
 
 
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
@@ -66,6 +72,11 @@ def _describe_one(ctx: Context, resource: DescribeConfigsResource, synonyms: boo
                                                       synonyms)}
         except BrokerNotFound as error:
             return answer | {"error_code": ErrorCode.invalid_request, "error_message": str(error)}
+    if resource.resource_type == BROKER_LOGGER:
+        try:
+            return answer | {"configs": logger_entries(ctx, resource.resource_name, resource.configuration_keys)}
+        except LoggerRefused as error:
+            return answer | {"error_code": ErrorCode(error.code), "error_message": str(error)}
     if resource.resource_type != TOPIC:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": "unsupported resource type"}
     try:
@@ -76,13 +87,18 @@ def _describe_one(ctx: Context, resource: DescribeConfigsResource, synonyms: boo
         {"name": d.config.name, "value": d.value, "read_only": False, "config_source": d.source,
          "is_sensitive": False, "synonyms": d.synonyms if synonyms else [], "config_type": d.config.type_code,
          "documentation": None}
-        for d in described(topic, ctx.topics.defaults, resource.configuration_keys)]}
+        for d in _described(ctx, topic, resource.configuration_keys)]}
 
 
 @handles(ApiKey.ALTER_CONFIGS, 0, 2)
 async def alter_configs(ctx: Context, header: RequestHeader, request: AlterConfigsRequest) -> AlterConfigsAnswer:
     answers = []
     for resource in request.resources:
+        if resource.resource_type == BROKER:  # the request's configs replace the scope's
+            operations = [(c.name, SET, c.value) for c in resource.configs]
+            answers.append(await _alter_broker(ctx, resource.resource_name, operations, request.validate_only,
+                                               replace=True))
+            continue
         answers.append(await _alter(ctx, resource.resource_type, resource.resource_name,
                                     _replacing({c.name: c.value for c in resource.configs}), request.validate_only))
     return {"throttle_time": 0, "responses": answers}
@@ -98,8 +114,12 @@ async def incremental_alter_configs(ctx: Context, header: RequestHeader,
                                     request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsAnswer:
     answers = []
     for resource in request.resources:
+        operations = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
         if resource.resource_type == BROKER:
-            answers.append(_unset_broker_configs(ctx, resource.resource_name, resource.configs))
+            answers.append(await _alter_broker(ctx, resource.resource_name, operations, request.validate_only))
+            continue
+        if resource.resource_type == BROKER_LOGGER:
+            answers.append(_alter_loggers(ctx, resource.resource_name, operations, request.validate_only))
             continue
 
         def apply(current: dict[str, str], operations: tuple[AlterableConfig, ...] = resource.configs) -> dict[str, str | None]:
@@ -109,16 +129,33 @@ async def incremental_alter_configs(ctx: Context, header: RequestHeader,
     return {"throttle_time": 0, "responses": answers}
 
 
-def _unset_broker_configs(ctx: Context, name: str, operations: Iterable[AlterableConfig]) -> Altered:
+async def _alter_broker(ctx: Context, name: str, operations: Sequence[tuple[str, int, str | None]],
+                        validate_only: bool, replace: bool = False) -> Altered:
+    """Set or remove dynamic configs of one node or ("") the cluster; every refusal is
+    INVALID_REQUEST with Kafka's message."""
     answer: Altered = {"error_code": ErrorCode.none, "error_message": None, "resource_type": BROKER,
                        "resource_name": name}
-    if any(op.config_operation != DELETE for op in operations):
-        return answer | {"error_code": ErrorCode.invalid_request, "error_message": "only topic configs can be altered"}
     try:
-        if name:  # "" is the cluster-wide default
-            live_node(ctx, name)
-    except BrokerNotFound as error:
+        scope = CLUSTER if name == CLUSTER else str(live_node(ctx, name).node_id)
+        current = {} if replace else ctx.topics.dynamic.get(scope, {})
+        values = changed(current, operations, READ_ONLY)
+        dynamic = {**ctx.topics.dynamic, scope: values}
+        ctx.topics.static_defaults.updated(topic_defaults(dynamic, ctx.node_id))  # the defaults they give are good
+        if not validate_only:
+            await ctx.topics.set_dynamic(scope, values)
+    except (BrokerNotFound, errors.InvalidConfig) as error:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": str(error)}
+    return answer
+
+
+def _alter_loggers(ctx: Context, name: str, operations: Sequence[tuple[str, int, str | None]],
+                   validate_only: bool) -> Altered:
+    answer: Altered = {"error_code": ErrorCode.none, "error_message": None, "resource_type": BROKER_LOGGER,
+                       "resource_name": name}
+    try:
+        set_levels(ctx, name, operations, validate_only)
+    except LoggerRefused as error:
+        return answer | {"error_code": ErrorCode(error.code), "error_message": str(error)}
     return answer
 
 

@@ -114,7 +114,7 @@ def test_operator_tools_describe_reassign_and_list_api_versions(martlet, kafka_t
     versions = run_ok(kafka_tool, "broker-api-versions", ["--bootstrap-server", bootstrap])
     assert f"{bootstrap} (id: 1 rack: null" in versions
     for served in ("DescribeLogDirs(35): 1 to 5", "ElectLeaders(43): 0 to 2", "AlterPartitionReassignments(45): 0 to 1",
-                   "ListPartitionReassignments(46): 0 [usable: 0]", "DescribeCluster(60): 0 to 1"):
+                   "ListPartitionReassignments(46): 0 [usable: 0]", "DescribeCluster(60): 0 to 2"):
         assert served in versions
 
     configs = run_ok(kafka_tool, "configs", ["--bootstrap-server", bootstrap, "--describe", "--entity-type", "brokers",
@@ -122,6 +122,17 @@ def test_operator_tools_describe_reassign_and_list_api_versions(martlet, kafka_t
     assert f"advertised.listeners=PLAINTEXT://{bootstrap} " in configs and "broker.id=1 " in configs
     run_ok(kafka_tool, "configs", ["--bootstrap-server", bootstrap, "--describe", "--entity-type", "brokers",
                                    "--entity-name", "1"])
+    default = ["--bootstrap-server", bootstrap, "--entity-type", "brokers", "--entity-default"]
+    run_ok(kafka_tool, "configs", [*default, "--alter", "--add-config", "log.retention.ms=1209600000"])
+    try:
+        shown = run_ok(kafka_tool, "configs", ["--bootstrap-server", bootstrap, "--describe", "--entity-type", "topics",
+                                               "--entity-name", topic, "--all"])
+        assert "retention.ms=1209600000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:" in shown
+    finally:
+        run_ok(kafka_tool, "configs", [*default, "--alter", "--delete-config", "log.retention.ms"])
+    loggers = run_ok(kafka_tool, "configs", ["--bootstrap-server", bootstrap, "--describe", "--entity-type",
+                                             "broker-loggers", "--entity-name", "1"])
+    assert "root=" in loggers and "martlet.gateway.server=" in loggers
 
     plan = tmp_path / "move.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1]}]}))

@@ -69,8 +69,13 @@ def test_alter_configs_errors(broker: Broker) -> None:
     assert alter(broker, "t", {"segment.ms": "0"}) == 40
     assert alter(broker, "ghost", {"retention.ms": "1"}) == 3
     assert sources(broker, "t")["retention.ms"] == ("1000", 1)
-    body = {"resources": [{"resource_type": BROKER, "resource_name": "1", "configs": []}], "validate_only": False}
-    assert broker.call(ALTER_CONFIGS, 2, body).responses[0].error_code == 42
+    body = {"resources": [{"resource_type": BROKER, "resource_name": "1",
+                           "configs": [{"name": "broker.id", "value": "2"}]}], "validate_only": False}
+    assert broker.call(ALTER_CONFIGS, 2, body).responses[0].error_code == 42  # not dynamic in Kafka either
+    body["resources"][0]["configs"] = [{"name": "log.retention.ms", "value": "1000"}]  # type: ignore[index]
+    assert broker.call(ALTER_CONFIGS, 2, body).responses[0].error_code == 0  # the node's dynamic configs now
+    broker.create_topic("u")
+    assert broker.engine.topics.get("u").config.retention_ms == 1000
 
 
 def incremental(broker: Broker, name: str, ops: list[tuple[str, int, str | None]]) -> int:
