@@ -8,6 +8,13 @@ base offset and leader epoch in place later, outside the CRC.
 A batch is recompressed here too (`recompress`): its records block, as one piece, under
 another codec; the records and every header field but the codec bits stay as they were.
 
+And a log cleaner rebuilds a batch with some of its records (`retained`), as Kafka's cleaner
+does: the same base offset and last offset delta (so the batch still covers its offsets and
+its producer's sequence range: surviving records keep their offsets, and the gaps are where
+records were), the same producer fields, codec and flags; the base timestamp may become a
+delete horizon (KIP-534), with the records' timestamp deltas taken from it so every record
+keeps its timestamp.
+
 Control batches (transaction markers) are built here because only a broker writes them: a
 produced batch with the control bit is refused by validate.py.
 """
@@ -19,10 +26,11 @@ from typing import NamedTuple
 
 from .compression import NONE, compress, decompress
 from .control import ControlType, marker_key, marker_value
-from .decode import Header
+from .decode import Header, Record
 from .header import (
     COMPRESSION_MASK,
     CONTROL_BIT,
+    DELETE_HORIZON_BIT,
     HEADER_BYTES,
     LENGTH_FIELD_END,
     MAGIC,
@@ -90,6 +98,28 @@ def recompress(batch: Buffer, codec: int, level: int | None = None) -> bytearray
     out = bytearray(pack_header(new)) + body
     set_crc(out)
     return out
+
+
+def retained(header: BatchHeader, records: Sequence[Record], delete_horizon: int | None = None) -> bytearray:
+    """The batch `header` describes rebuilt with `records` (some of its own, in order; none
+    gives an empty batch, which a cleaner keeps for its producer's sequence), its delete
+    horizon set if given, its CRC written."""
+    codec = header.compression if records else NONE
+    base_time = delete_horizon if delete_horizon is not None else (
+        records[0].timestamp if records else header.base_timestamp)
+    body = compress(codec, b"".join(_record(r.offset - header.base_offset, NewRecord(r.key, r.value, r.timestamp,
+                                                                                       r.headers), base_time)
+                                    for r in records))
+    attributes = header.attributes & ~COMPRESSION_MASK | codec
+    if delete_horizon is not None:
+        attributes |= DELETE_HORIZON_BIT
+    max_timestamp = header.max_timestamp if header.is_log_append_time or not records else max(
+        r.timestamp for r in records)
+    new = header._replace(batch_length=HEADER_BYTES - LENGTH_FIELD_END + len(body), crc=0, attributes=attributes,
+                          base_timestamp=base_time, max_timestamp=max_timestamp, record_count=len(records))
+    batch = bytearray(pack_header(new)) + body
+    set_crc(batch)
+    return batch
 
 
 def build_control_batch(producer_id: int, producer_epoch: int, control_type: ControlType, coordinator_epoch: int,

@@ -50,6 +50,7 @@ COMPRESSION_MASK = 0x07
 LOG_APPEND_TIME_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40  # KIP-534: base_timestamp holds when a cleaner may drop the batch's tombstones
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
@@ -105,6 +106,11 @@ class BatchHeader(NamedTuple):
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def delete_horizon(self) -> int | None:
+        """When a log cleaner may drop this batch's tombstones (KIP-534), if one cleaned it."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
 
 
 # -- reading ---------------------------------------------------------------------------------

@@ -1,0 +1,69 @@
+"""Log compaction's rules, on batches: what one cleaning pass keeps of a compacted log.
+
+A pass first reads the log's records up to some offset into a map of each key's latest
+offset (`latest_offsets`), then rewrites batches (`clean_batch`), as Kafka's cleaner does:
+- a record whose key has a later record in the map is dropped; so is a record without a key
+  (a compacted topic takes none; older data may hold some);
+- a tombstone (a null value) is kept until its batch's delete horizon has passed: the first
+  pass that keeps it sets the horizon to now + delete.retention.ms (KIP-534, written into the
+  batch, so nothing else needs remembering), and a later pass drops it, giving consumers that
+  time to see the deletion;
+- surviving records keep their offsets, and a batch keeps its offset range and producer
+  fields (records/build.py `retained`): offsets have gaps, as in Kafka;
+- a batch left with no records is dropped, unless it is its producer's last batch in the
+  log: that one stays, empty, so the producer's sequence survives (idempotence);
+- control batches (transaction markers) are kept as they are.
+Which batches a pass may touch (sealed segments, older than min.compaction.lag.ms) is the
+caller's decision; nothing here reads a clock or a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ...records.build import retained
+from ...records.decode import decode_records
+from ...records.header import Buffer, parse_header
+
+
+def latest_offsets(batches: Iterable[Buffer], latest: dict[bytes, int] | None = None) -> dict[bytes, int]:
+    """Each key's latest offset in `batches` (in log order), added to `latest` if given."""
+    found: dict[bytes, int] = {} if latest is None else latest
+    for batch in batches:
+        if parse_header(batch).is_control:
+            continue
+        for record in decode_records(batch):
+            if record.key is not None:
+                found[record.key] = record.offset
+    return found
+
+
+def last_batches(batches: Iterable[Buffer], last: dict[int, int] | None = None) -> dict[int, int]:
+    """Each producer id's last batch (its base offset) in `batches`, added to `last` if given."""
+    found: dict[int, int] = {} if last is None else last
+    for batch in batches:
+        header = parse_header(batch)
+        if header.producer_id >= 0:
+            found[header.producer_id] = header.base_offset
+    return found
+
+
+def clean_batch(batch: Buffer, latest: Mapping[bytes, int], now_ms: int, delete_retention_ms: int,
+                producers_last: Mapping[int, int]) -> bytes | bytearray | None:
+    """What a pass keeps of `batch`: the batch itself when nothing changes, a rebuilt one, or
+    None when nothing of it stays."""
+    header = parse_header(batch)
+    if header.is_control:
+        return batch
+    records = list(decode_records(batch))
+    horizon = header.delete_horizon
+    expired = horizon is not None and now_ms >= horizon
+    kept = [r for r in records
+            if r.key is not None and latest.get(r.key, r.offset) <= r.offset and not (r.value is None and expired)]
+    tombstones = any(r.value is None for r in kept)
+    new_horizon = (horizon if horizon is not None else now_ms + delete_retention_ms) if tombstones else None
+    if len(kept) == len(records) and new_horizon == horizon:
+        return batch
+    if not kept and producers_last.get(header.producer_id) != header.base_offset:
+        return None
+    return retained(header, kept, new_horizon)
