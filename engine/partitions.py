@@ -264,6 +264,20 @@ class Partitions:
         """Reader thread."""
         return sum(partition.apply_retention() for partition in self.opened())
 
+    async def compact(self) -> int:
+        """One compaction pass over every compacted log that is due one, on a reader thread;
+        returns how many segments were rewritten. A partition whose log changed forgets the
+        persisted batches it held in memory, so reads go to the compacted segments."""
+        cleaned = await self._off_loop(self._compact_now)
+        for partition in cleaned:
+            self.pool.drop(partition.tail)
+        return sum(cleaned.values())
+
+    def _compact_now(self) -> dict[Partition, int]:
+        """Reader thread."""
+        swapped = {partition: partition.compact() for partition in self.opened()}
+        return {partition: count for partition, count in swapped.items() if count}
+
     def shutdown(self) -> None:
         self._readers.shutdown()
 

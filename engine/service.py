@@ -157,11 +157,14 @@ class Engine:
                                self.settings.retention_check_ms, error)
 
     async def retain(self) -> None:
-        """One round of offset expiry and segment retention."""
+        """One round of offset expiry, segment retention and log compaction."""
         await self.groups.expire_offsets()
         deleted = await self.partitions.apply_retention()
         if deleted:
             logger.info("retention deleted %d segments", deleted)
+        cleaned = await self.partitions.compact()
+        if cleaned:
+            logger.info("compaction rewrote %d segments", cleaned)
 
 
 def _cluster_id(store: Store) -> str:

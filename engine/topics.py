@@ -54,7 +54,11 @@ class PartitionOpener:
         config = topic.config
         return LogConfig(segment_bytes=config.segment_bytes, segment_ms=config.segment_ms,
                          retention_ms=config.retention_ms, retention_bytes=config.retention_bytes,
-                         index_interval_bytes=self.index_interval_bytes)
+                         index_interval_bytes=self.index_interval_bytes, deletes=config.deletes,
+                         compacted=config.compacted, delete_retention_ms=config.delete_retention_ms,
+                         min_compaction_lag_ms=config.min_compaction_lag_ms,
+                         max_compaction_lag_ms=config.max_compaction_lag_ms,
+                         min_cleanable_ratio=config.min_cleanable_ratio)
 
 
 logger = logging.getLogger(__name__)

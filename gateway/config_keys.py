@@ -61,7 +61,11 @@ TOPIC_NOTES = {
     "flush_mode": '"sync": each flush is fsynced and acks=1 waits for it too (martlet.flush.mode)',
     "visibility": '"memory": consumers read records once in memory, before they are persisted (martlet.visibility)',
     "timestamp_type": '"create" or "append" (message.timestamp.type CreateTime / LogAppendTime)',
-    "cleanup_policy": 'cleanup.policy; "delete" only, for now',
+    "cleanup_policy": 'cleanup.policy: "delete", "compact", "compact,delete" or "" (neither)',
+    "delete_retention_ms": "delete.retention.ms: how long a compacted log keeps a tombstone",
+    "min_compaction_lag_ms": "min.compaction.lag.ms: records younger than this are not compacted",
+    "max_compaction_lag_ms": "max.compaction.lag.ms: a log with older dirty records is compacted anyway",
+    "min_cleanable_ratio": "min.cleanable.dirty.ratio: the dirty share of a log that starts a compaction",
 }
 # Settings fields that are not keys of their section (sections of their own, set by flags, or
 # the Kafka topic configs a topic keeps without effect, set through Kafka's APIs only).

@@ -96,6 +96,12 @@ def _ratio(name: str, given: str) -> str:
     return _java_double(value)
 
 
+def _number(value: ConfigValue) -> float:
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"not a number: {value!r}")
+    return float(value)
+
+
 def _boolean(name: str, given: str) -> str:
     if given.strip().lower() not in ("true", "false"):
         raise _invalid(name, given, "Expected value to be either true or false")
@@ -160,22 +166,22 @@ class KafkaTopicConfig:
 
 NO_COPIES = "every partition has one copy, in the store; there is no replication between brokers to tune"
 NO_TIERS = "the store is the only tier: there is no tiered storage"
-NO_COMPACTION = "logs are not compacted yet (cleanup.policy=compact is refused)"
 NOT_YET = "not honoured yet (issue 13)"
 _TIMESTAMP_TYPES = {"CreateTime": "create", "LogAppendTime": "append"}
-
-
-def _cleanup_to_engine(text: str) -> ConfigValue:
-    if set(_items(text)) != {"delete"}:
-        raise engine_errors.InvalidConfig(f"cleanup.policy {text!r} is not served: Martlet does not compact logs "
-                                          "yet, so a topic's cleanup.policy can only be delete")
-    return "delete"
 
 
 CONFIGS: tuple[KafkaTopicConfig, ...] = (
     # honoured
     KafkaTopicConfig("cleanup.policy", LIST, "delete", _cleanup_policy, "log.cleanup.policy",
-                     engine="cleanup_policy", to_engine=_cleanup_to_engine),
+                     engine="cleanup_policy", to_engine=lambda text: ",".join(dict.fromkeys(_items(text)))),  # as Kafka: once each
+    KafkaTopicConfig("delete.retention.ms", LONG, "86400000", _integer("LONG", 0), "log.cleaner.delete.retention.ms",
+                     engine="delete_retention_ms"),
+    KafkaTopicConfig("max.compaction.lag.ms", LONG, str(LONG_MAX), _integer("LONG", 1),
+                     "log.cleaner.max.compaction.lag.ms", engine="max_compaction_lag_ms"),
+    KafkaTopicConfig("min.cleanable.dirty.ratio", DOUBLE, "0.5", _ratio, "log.cleaner.min.cleanable.ratio",
+                     engine="min_cleanable_ratio", to_engine=float, to_kafka=lambda value: _java_double(_number(value))),
+    KafkaTopicConfig("min.compaction.lag.ms", LONG, "0", _integer("LONG", 0), "log.cleaner.min.compaction.lag.ms",
+                     engine="min_compaction_lag_ms"),
     KafkaTopicConfig("max.message.bytes", INT, "1048588", _integer("INT", 0), "message.max.bytes",
                      engine="max_batch_bytes"),
     KafkaTopicConfig("message.timestamp.type", STRING, "CreateTime", _choice(*_TIMESTAMP_TYPES),
@@ -199,8 +205,6 @@ CONFIGS: tuple[KafkaTopicConfig, ...] = (
     KafkaTopicConfig("compression.lz4.level", INT, "9", _integer("INT", 1, 17), "compression.lz4.level",
                      inert="the lz4 codec Martlet writes with takes no level"),
     KafkaTopicConfig("compression.zstd.level", INT, "3", _integer("INT", -131072, 22), "compression.zstd.level"),
-    KafkaTopicConfig("delete.retention.ms", LONG, "86400000", _integer("LONG", 0), "log.cleaner.delete.retention.ms",
-                     inert=NO_COMPACTION),
     KafkaTopicConfig("errors.deadletterqueue.group.enable", BOOLEAN, "false", _boolean,
                      inert="share groups are not served"),
     KafkaTopicConfig("file.delete.delay.ms", LONG, "60000", _integer("LONG", 0), "log.segment.delete.delay.ms",
@@ -218,18 +222,12 @@ CONFIGS: tuple[KafkaTopicConfig, ...] = (
                      inert=NO_TIERS),
     KafkaTopicConfig("local.retention.ms", LONG, "-2", _integer("LONG", -2), "log.local.retention.ms",
                      inert=NO_TIERS),
-    KafkaTopicConfig("max.compaction.lag.ms", LONG, str(LONG_MAX), _integer("LONG", 1),
-                     "log.cleaner.max.compaction.lag.ms", inert=NO_COMPACTION),
     KafkaTopicConfig("max.decompressed.message.bytes", INT, "2147483639", _integer("INT", 1, 2147483639),
                      "max.decompressed.message.bytes", inert=NOT_YET),
     KafkaTopicConfig("message.timestamp.after.max.ms", LONG, "3600000", _integer("LONG", 0),
                      "log.message.timestamp.after.max.ms"),  # kept, and honoured by Produce (timestamp_window)
     KafkaTopicConfig("message.timestamp.before.max.ms", LONG, str(LONG_MAX), _integer("LONG", 0),
                      "log.message.timestamp.before.max.ms"),
-    KafkaTopicConfig("min.cleanable.dirty.ratio", DOUBLE, "0.5", _ratio, "log.cleaner.min.cleanable.ratio",
-                     inert=NO_COMPACTION),
-    KafkaTopicConfig("min.compaction.lag.ms", LONG, "0", _integer("LONG", 0), "log.cleaner.min.compaction.lag.ms",
-                     inert=NO_COMPACTION),
     KafkaTopicConfig("min.insync.replicas", INT, "1", _integer("INT", 1), "min.insync.replicas", inert=NO_COPIES),
     KafkaTopicConfig("preallocate", BOOLEAN, "false", _boolean, "log.preallocate",
                      inert="segment files grow as written (HDFS files cannot be preallocated)"),

@@ -9,13 +9,14 @@ from typing import Any
 from ..errors import InvalidConfig
 
 Kept = tuple[tuple[str, str], ...]  # (name, value) pairs, sorted by name
-ConfigValue = int | str | Kept
+ConfigValue = int | float | str | Kept
 Overrides = dict[str, ConfigValue]  # engine config names -> values, as a topic overrides them
 
 FLUSH_MODES = ("async", "sync")
 VISIBILITIES = ("persisted", "memory")  # what readers see: below C, or all that is in memory
 TIMESTAMP_TYPES = ("create", "append")
-CLEANUP_POLICIES = ("delete",)
+CLEANUP_POLICIES = ("compact", "delete")  # cleanup_policy is a comma-separated list of these (or empty: neither)
+LONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,10 @@ class TopicConfig:
     visibility: str = "persisted"
     timestamp_type: str = "create"
     cleanup_policy: str = "delete"
+    delete_retention_ms: int = 86_400_000  # how long a compacted log keeps a tombstone once cleaned
+    min_compaction_lag_ms: int = 0  # records younger than this are not compacted
+    max_compaction_lag_ms: int = LONG_MAX  # a record older than this gets its log cleaned, dirty or not
+    min_cleanable_ratio: float = 0.5  # a log is cleaned once this share of it is dirty
     # Settings a client gave that the engine keeps with the topic without acting on them (the
     # gateway's, by the gateway's names: Kafka's configs that mean nothing here, see
     # gateway/topic_configs.py).
@@ -55,7 +60,22 @@ class TopicConfig:
         _one_of("flush_mode", self.flush_mode, FLUSH_MODES)
         _one_of("visibility", self.visibility, VISIBILITIES)
         _one_of("timestamp_type", self.timestamp_type, TIMESTAMP_TYPES)
-        _one_of("cleanup_policy", self.cleanup_policy, CLEANUP_POLICIES)
+        for item in self.cleanup_policy.split(",") if self.cleanup_policy else ():
+            _one_of("cleanup_policy", item, CLEANUP_POLICIES)
+        _at_least("delete_retention_ms", self.delete_retention_ms, 0)
+        _at_least("min_compaction_lag_ms", self.min_compaction_lag_ms, 0)
+        _at_least("max_compaction_lag_ms", self.max_compaction_lag_ms, 1)
+        if not isinstance(self.min_cleanable_ratio, (int, float)) or not 0 <= self.min_cleanable_ratio <= 1:
+            raise InvalidConfig(f"min_cleanable_ratio must be a number in [0, 1], not {self.min_cleanable_ratio!r}")
+
+    @property
+    def compacted(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def deletes(self) -> bool:
+        """Retention (retention_ms, retention_bytes) deletes old segments."""
+        return "delete" in self.cleanup_policy.split(",")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

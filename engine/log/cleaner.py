@@ -49,7 +49,7 @@ def last_batches(batches: Iterable[Buffer], last: dict[int, int] | None = None) 
 
 
 def clean_batch(batch: Buffer, latest: Mapping[bytes, int], now_ms: int, delete_retention_ms: int,
-                producers_last: Mapping[int, int]) -> bytes | bytearray | None:
+                producers_last: Mapping[int, int]) -> Buffer | None:
     """What a pass keeps of `batch`: the batch itself when nothing changes, a rebuilt one, or
     None when nothing of it stays."""
     header = parse_header(batch)

@@ -14,6 +14,12 @@ class LogConfig:
     retention_ms: int = 604800000  # -1 = keep forever
     retention_bytes: int = -1  # -1 = no size limit
     index_interval_bytes: int = 4096
+    deletes: bool = True  # retention deletes old segments (cleanup.policy has delete)
+    compacted: bool = False  # a cleaner keeps the latest record per key (cleanup.policy has compact)
+    delete_retention_ms: int = 86_400_000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 2**63 - 1
+    min_cleanable_ratio: float = 0.5
 
     def __post_init__(self) -> None:
         if not 0 < self.segment_bytes <= SEGMENT_BYTES_MAX:

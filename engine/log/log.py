@@ -1,6 +1,7 @@
 """A partition log: an ordered list of segments, the last of which takes appends.
 
-Offsets are dense: each batch's base offset is the previous batch's next offset. The log
+Offsets are dense as appended: each batch's base offset is the previous batch's next offset
+(a compacted log then has gaps where records were removed, see compaction.py). The log
 keeps [start_offset, end_offset): start moves up through delete_records and retention (whole
 segments are deleted only once everything in them lies below start), end moves up by appends.
 Time comes from the injected now_ms; nothing here reads the clock itself.
@@ -13,6 +14,7 @@ from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, Buffer, parse_he
 from ..errors import CorruptBatch, OffsetOutOfRange
 from ..store import Store, join
 from ..store.atomic import write_atomically
+from .compaction import Plan, Rewritten, discard, plan, read_cleaner_offset, swap, write_cleaner_offset
 from .config import LogConfig
 from .files import CLEAN_SHUTDOWN_FILE, PRODUCERS_SUFFIX, offset_file, offsets_with_suffix, write_start_offset
 from .recovery import Recovered, recover
@@ -38,6 +40,7 @@ class PartitionLog:
         self.producer_state = recovered.producer_state
         self._segments = recovered.segments
         self._closed = False
+        self.cleaner_offset = read_cleaner_offset(store, path)  # compaction: where the dirty part starts
         self._active_since_ms = self._first_batch_ms()
         self._active.open_for_append()
         self._delete_segments_below_start()
@@ -231,6 +234,8 @@ class PartitionLog:
         return deleted
 
     def _expired(self, segment: Segment) -> bool:
+        if not self.config.deletes:
+            return False  # a compacted-only log keeps every segment
         retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
         too_old = retention_ms >= 0 and self.now_ms() - segment.max_timestamp > retention_ms
         too_big = retention_bytes >= 0 and self.size_bytes() - segment.size_bytes >= retention_bytes
@@ -250,6 +255,37 @@ class PartitionLog:
         for offset in offsets_with_suffix(self.store, self.path, PRODUCERS_SUFFIX):
             if offset < first:
                 self.store.delete(offset_file(self.path, offset, PRODUCERS_SUFFIX))
+
+    # -- compaction (compaction.py; the caller holds the partition's lock around each) -------
+
+    def compaction_plan(self) -> Plan | None:
+        """The pass a compacted log is due, None if none is (or the log is not compacted)."""
+        if not self.config.compacted:
+            return None
+        return plan(self._segments, self.cleaner_offset, self.config, self.now_ms())
+
+    def producers_last(self) -> dict[int, int]:
+        """Each producer's last batch (its base offset): a pass keeps it, even emptied."""
+        return {pid: entry.batches[-1].base_offset for pid, entry in self.producer_state.producers.items()
+                if entry.batches}
+
+    def swap_cleaned(self, done: list[Rewritten], cleaner_offset: int) -> int:
+        """Serve the segments a pass rewrote (those retention has not deleted meanwhile) and
+        move the cleaner offset; returns how many were swapped."""
+        swapped = 0
+        for rewritten in done:
+            if rewritten.new is None:
+                continue
+            index = next((i for i, s in enumerate(self._segments) if s is rewritten.old), None)
+            if index is None or index == len(self._segments) - 1:
+                discard(self.store, rewritten)
+                continue
+            swap(self.store, rewritten)
+            self._segments[index] = rewritten.new
+            swapped += 1
+        self.cleaner_offset = max(self.cleaner_offset, cleaner_offset)
+        write_cleaner_offset(self.store, self.path, self.cleaner_offset)
+        return swapped
 
     # -- durability ------------------------------------------------------------------------
 

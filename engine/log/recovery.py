@@ -22,6 +22,7 @@ from ..store.atomic import read_whole, write_atomically
 from .config import LogConfig
 from .files import (
     CLEAN_SHUTDOWN_FILE,
+    CLEANED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     PRODUCERS_SUFFIX,
@@ -62,10 +63,11 @@ def recover(store: Store, directory: str, config: LogConfig,
 
 
 def _delete_leftovers(store: Store, directory: str) -> None:
-    """Half-written temp files and indexes whose log is gone."""
+    """Half-written temp files, compaction's rewrites that were never swapped in, and
+    indexes whose log is gone."""
     logs = set(offsets_with_suffix(store, directory, LOG_SUFFIX))
     for name in store.list(directory):
-        if name.endswith(TMP_SUFFIX):
+        if name.endswith((TMP_SUFFIX, CLEANED_SUFFIX)):
             store.delete(join(directory, name))
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
         for base in set(offsets_with_suffix(store, directory, suffix)) - logs:
@@ -80,7 +82,8 @@ def _load_segments(store: Store, directory: str, config: LogConfig, clean: bool,
         if segments and base != segments[-1].next_offset:
             _drop_segments(store, directory, bases[i:], config)  # a gap or overlap: keep the prefix
             break
-        segment, cut = _load_segment(store, directory, base, config, clean or i < len(bases) - 1, deferred)
+        sealed = i < len(bases) - 1
+        segment, cut = _load_segment(store, directory, base, config, clean or sealed, deferred, gaps=sealed)
         segments.append(segment)
         if cut:
             _drop_segments(store, directory, bases[i + 1 :], config)
@@ -94,18 +97,18 @@ def _drop_segments(store: Store, directory: str, bases: list[int], config: LogCo
 
 
 def _load_segment(store: Store, directory: str, base: int, config: LogConfig, trusted: bool,
-                  deferred: list[tuple[str, bytes]] | None) -> tuple[Segment, bool]:
+                  deferred: list[tuple[str, bytes]] | None, gaps: bool) -> tuple[Segment, bool]:
     """(segment, whether its log was cut)."""
     if trusted:
         try:
-            return _load_checked(store, directory, base, config, deferred), False
+            return _load_checked(store, directory, base, config, deferred, gaps), False
         except (IndexInvalid, CorruptBatch, FileNotFoundError):
             pass  # fall through to a full scan
-    return _rebuild(store, directory, base, config, deferred)
+    return _rebuild(store, directory, base, config, deferred, gaps)
 
 
 def _load_checked(store: Store, directory: str, base: int, config: LogConfig,
-                  deferred: list[tuple[str, bytes]] | None) -> Segment:
+                  deferred: list[tuple[str, bytes]] | None, gaps: bool) -> Segment:
     """Load a segment's indexes and validate the batches after the last index entry."""
     segment = Segment(store, directory, base, config)
     log_bytes = store.size(segment.log_path)
@@ -114,7 +117,7 @@ def _load_checked(store: Store, directory: str, base: int, config: LogConfig,
     check_offset_index(segment.offset_index, log_bytes, 2**32)
     counts = (len(segment.offset_index), len(segment.time_index))
     _start_at_last_entry(segment)
-    for position, header in valid_batches(segment, segment.size_bytes, segment.next_offset, log_bytes):
+    for position, header in valid_batches(segment, segment.size_bytes, segment.next_offset, log_bytes, gaps):
         segment.track(position, header)
     if segment.size_bytes != log_bytes:
         raise CorruptBatch(f"{segment.log_path} does not end with a whole valid batch")
@@ -137,11 +140,11 @@ def _start_at_last_entry(segment: Segment) -> None:
 
 
 def _rebuild(store: Store, directory: str, base: int, config: LogConfig,
-             deferred: list[tuple[str, bytes]] | None) -> tuple[Segment, bool]:
+             deferred: list[tuple[str, bytes]] | None, gaps: bool) -> tuple[Segment, bool]:
     """Scan the whole log, cut it after the last valid batch and rewrite both indexes."""
     segment = Segment(store, directory, base, config)
     log_bytes = store.size(segment.log_path)
-    for position, header in valid_batches(segment, 0, base, log_bytes):
+    for position, header in valid_batches(segment, 0, base, log_bytes, gaps):
         segment.track(position, header)
     cut = segment.size_bytes < log_bytes
     if cut:

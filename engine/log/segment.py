@@ -14,8 +14,11 @@ On-disk layout of a partition directory (all integers big-endian):
     clean-shutdown                  present only while the log is closed cleanly
 
 Invariants:
-- A segment named B holds batches with offsets [B, next segment's B), contiguous and dense:
-  each batch's base_offset equals the previous batch's next_offset.
+- A segment named B holds batches with offsets [B, next segment's B), in order; its last
+  batch ends where the next segment begins. Batches are dense (each batch's base_offset is
+  the previous batch's next_offset) until compaction (compaction.py) removes some: then a
+  batch may start after the previous one ends, and an offset in between is read as the
+  batch that follows it, as Kafka reads a compacted log.
 - Relative offsets are offset - B and fit in u32 (the log rolls before they would not);
   file positions fit in u32 (segment_bytes is capped below 2**31).
 - Offset index: before a batch is written at position P, an entry (its base_offset - B, P) is
@@ -85,6 +88,10 @@ class Segment:
         """Make the log durable."""
         if self._log is not None:
             self._log.sync()
+
+    def finish_time_index(self) -> None:
+        """Index the segment's max timestamp, as sealing does (no more batches come)."""
+        self._index_max_timestamp()
 
     def seal(self) -> None:
         """Finish the time index, make the log durable, write both indexes whole and close
@@ -165,8 +172,9 @@ class Segment:
         raise CorruptBatch(f"{self.log_path} ends before offset {offset}")
 
     def headers_from(self, position: int, base_offset: int) -> Iterator[tuple[int, BatchHeader]]:
-        """Headers of the batches from `position` (whose base offset must be `base_offset`)
-        to the end of the segment, reading about one index interval at a time."""
+        """Headers of the batches from `position` (whose base offset must be `base_offset`,
+        and each next one's at least where the one before ends) to the end of the segment,
+        reading about one index interval at a time."""
         chunk_bytes = max(self.config.index_interval_bytes, 4096) + HEADER_BYTES
         while position < self.size_bytes:
             data = self.store.read(self.log_path, position, min(chunk_bytes, self.size_bytes - position))
@@ -185,7 +193,7 @@ class Segment:
         """Structural checks on a header read back from disk (checksums are left to recovery
         and to consumers)."""
         sane = header.batch_length >= MIN_BATCH_LENGTH and header.magic == MAGIC
-        if not sane or header.base_offset != base_offset or position + header.size > self.size_bytes:
+        if not sane or header.base_offset < base_offset or position + header.size > self.size_bytes:
             raise CorruptBatch(f"{self.log_path}: bad batch at position {position}: {header}")
 
     def read(self, offset: int, max_bytes: int, at_least_one: bool) -> tuple[Buffer, int]:
@@ -227,24 +235,28 @@ class Segment:
 
 
 def _whole_batches(data: bytes, first: BatchHeader) -> tuple[int, int]:
-    """(length, next offset) of the prefix of `data` made of whole, contiguous batches
+    """(length, next offset) of the prefix of `data` made of whole batches in offset order
     starting with `first`; checks what was read against what was located."""
     end, expected = 0, first.base_offset
     for position, header in iter_batches(data):
-        if header.base_offset != expected or (position == 0 and header != first):
+        if header.base_offset < expected or (position == 0 and header != first):
             raise CorruptBatch(f"unexpected batch {header} where offset {expected} belongs")
         end, expected = position + header.size, header.next_offset
     return end, expected
 
 
-def valid_batches(segment: Segment, position: int, base_offset: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
-    """Batches from `position` that pass every check (structure, magic, contiguous offsets,
-    CRC32C), stopping silently at the first one that does not: the recovery scan."""
+def valid_batches(segment: Segment, position: int, base_offset: int, end: int,
+                  gaps: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+    """Batches from `position` that pass every check (structure, magic, offsets, CRC32C),
+    stopping silently at the first one that does not: the recovery scan. Each batch must
+    start where the one before ends, or, with `gaps` (a sealed segment, which compaction may
+    have rewritten), anywhere after: the base offset lies outside the CRC, so the last
+    segment, the only one a crash can tear and never a compacted one, is held to the strict rule."""
     while position < end:
         data = _read_for_scan(segment, position, end)
         at = 0
         for at_, header in iter_batches(data):
-            if not _batch_valid(data, at_, header, base_offset):
+            if not _batch_valid(data, at_, header, base_offset, gaps):
                 return
             yield position + at_, header
             base_offset = header.next_offset
@@ -264,10 +276,10 @@ def _read_for_scan(segment: Segment, position: int, end: int) -> bytes:
     return data
 
 
-def _batch_valid(data: bytes, position: int, header: BatchHeader, base_offset: int) -> bool:
+def _batch_valid(data: bytes, position: int, header: BatchHeader, base_offset: int, gaps: bool) -> bool:
     return (
         header.magic == MAGIC
-        and header.base_offset == base_offset
+        and (header.base_offset >= base_offset if gaps else header.base_offset == base_offset)
         and header.last_offset_delta >= 0
         and crc_ok(data, position, header)
     )

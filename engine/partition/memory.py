@@ -79,10 +79,14 @@ class MemoryPool:
 
     def forget(self, tail: Reclaimable, unpersisted: int) -> None:
         """A tail goes away (partition closed or deleted) with its bytes."""
-        if self._tails.pop(tail, None) is not None:
-            self.tail_bytes -= tail.drop_persisted()
+        self.drop(tail)
         self.unpersisted_bytes -= unpersisted
         self._wake()
+
+    def drop(self, tail: Reclaimable) -> None:
+        """Drop a tail's persisted bytes now (the store's copy changed: a compaction pass)."""
+        if self._tails.pop(tail, None) is not None:
+            self.tail_bytes -= tail.drop_persisted()
 
     def reclaim(self) -> None:
         """Drop persisted data, least recently read first, until within budget."""

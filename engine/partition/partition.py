@@ -30,6 +30,7 @@ from ...records.build import build_control_batch
 from ...records.control import ControlType
 from ...records.header import BatchHeader, Buffer, iter_batches, parse_header, set_base_offset, set_leader_epoch
 from ..errors import Fenced, OffsetOutOfRange, PartitionClosed, StaleSession
+from ..log.compaction import discard, rewrite
 from ..log.config import LogConfig
 from ..log.files import read_published, write_published
 from ..log.log import PartitionLog, check_handed
@@ -307,6 +308,27 @@ class Partition:
         log, lock = self._log_state
         with lock:
             return 0 if self.closed else log.apply_retention()
+
+    def compact(self) -> int:
+        """Worker thread: one compaction pass if the log is due one (engine/log/compaction.py);
+        the lock is held to plan and to swap, not while segments are rewritten. Returns the
+        segments swapped in."""
+        log, lock = self._log_state
+        with lock:
+            work = None if self.closed else log.compaction_plan()
+            if work is None:
+                return 0
+            producers = log.producers_last()
+        try:
+            done, reached = rewrite(work, producers, log.config, log.now_ms())
+        except FileNotFoundError:
+            return 0  # retention deleted a segment meanwhile: the next round plans again
+        with lock:
+            if self.closed or self._log_state[0] is not log:
+                for rewritten in done:
+                    discard(log.store, rewritten)
+                return 0
+            return log.swap_cleaned(done, reached)
 
     def end_offset_for(self, session: int) -> tuple[int, int]:
         return self.history.end_offset_for(session, self.end_offset)

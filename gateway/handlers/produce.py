@@ -31,7 +31,7 @@ from kio.schema.errors import ErrorCode
 
 from ...engine.api import Durability, Topic, TopicPartition, errors
 from ...records.build import recompress
-from ...records.decode import record_times
+from ...records.decode import decode_records, record_times
 from ...records.errors import InvalidBatch, Reason
 from ...records.header import BatchHeader, parse_header, stamp_log_append_time
 from ...records.validate import validate_produced
@@ -175,6 +175,8 @@ def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data:
             header = stamp_log_append_time(batch, append_time)
         elif refused := _outside_window(batch, header, timestamp_window(topic), ctx.clock.now_ms()):
             return _failure(index, ErrorCode.invalid_timestamp, INVALID_TIMESTAMP) | {"record_errors": refused}
+        if topic.config.compacted and (keyless := _without_key(batch, header, tp)):
+            return _failure(index, ErrorCode.invalid_record, _rejected(keyless)) | {"record_errors": keyless}
         if (wanted := compression_of(topic)) is not None and wanted[0] != header.compression:
             batch, header = _recompressed(batch, wanted, topic.config.max_batch_bytes)  # keeps a stamped time
         appended = ctx.partitions.append(tp, batch, header, DURABILITY[request.acks])
@@ -241,6 +243,22 @@ def _outside_window(batch: bytearray, header: BatchHeader, window: tuple[int, in
                                           f"The timestamp should be within [{low}, {high}]"}
             for offset, timestamp in record_times(batch)
             if timestamp != NO_TIMESTAMP and not low <= timestamp <= high]
+
+
+def _without_key(batch: bytearray, header: BatchHeader, tp: TopicPartition) -> list[ProduceBatchIndexAndErrorMessageAnswer]:
+    """The records of a batch for a compacted topic that have no key (a cleaner could never
+    drop them), with Kafka's message for each."""
+    message = f"Compacted topic cannot accept message without key in topic partition {tp.topic}-{tp.partition}"
+    return [{"batch_index": record.offset - header.base_offset, "batch_index_error_message": message}
+            for record in decode_records(batch) if record.key is None]
+
+
+def _rejected(errors: list[ProduceBatchIndexAndErrorMessageAnswer]) -> str:
+    """Kafka's summary of a batch's record errors (RecordValidationException)."""
+    shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{e['batch_index_error_message']}')"
+                      for e in errors[:3])
+    return (f"One or more records have been rejected due to {len(errors)} record errors in total, and only "
+            f"showing the first three errors at most: [{shown}]")
 
 
 def _failure(index: int, code: ErrorCode, message: str) -> PartitionProduceAnswer:

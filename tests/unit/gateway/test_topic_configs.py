@@ -91,8 +91,8 @@ def test_honoured_configs_become_engine_settings_and_the_rest_is_kept() -> None:
                               "message.timestamp.type": "LogAppendTime"})
     assert overrides == {"retention_ms": 1000, "timestamp_type": "append",
                          "kept": (("compression.type", "zstd"), ("flush.ms", "10"))}
-    with pytest.raises(errors.InvalidConfig, match="does not compact"):
-        to_overrides({"cleanup.policy": "compact,delete"})  # valid for Kafka, not served yet
+    assert to_overrides({"cleanup.policy": "compact, delete,compact", "min.cleanable.dirty.ratio": "0.25"}) == {
+        "cleanup_policy": "compact,delete", "min_cleanable_ratio": 0.25}  # each policy once, as Kafka keeps it
 
 
 def _topic(overrides: dict[str, str], defaults: TopicConfig) -> Topic:

@@ -59,8 +59,10 @@ def test_refusals_are_invalid_request_with_kafkas_messages(broker: Broker) -> No
         INVALID_REQUEST, "Invalid value abc for configuration log.retention.ms: Not a number of type LONG")
     assert alter(broker, "7", ("log.retention.ms", SET, "1")) == (
         INVALID_REQUEST, "Unexpected broker id, expected 1 or empty string, but received 7")
-    code, message = alter(broker, "", ("log.cleanup.policy", APPEND, "compact"))
-    assert code == INVALID_REQUEST and "compact" in (message or "")  # refused until compaction exists
+    assert alter(broker, "", ("log.cleanup.policy", APPEND, "compact")) == (0, None)
+    broker.create_topic("later")
+    assert broker.engine.topics.get("later").config.cleanup_policy == "delete,compact"
+    assert alter(broker, "", ("log.cleanup.policy", DELETE, None)) == (0, None)
     assert broker.engine.topics.dynamic == {}
     assert alter(broker, "", ("some.plugin.setting", SET, "x")) == (0, None)  # kept, as Kafka keeps unknown names
     kept = describe(broker, BROKER, "")["some.plugin.setting"]

@@ -1,0 +1,178 @@
+"""Compaction of a partition log: a pass keeps each key's latest record at its offset, reads
+across the gaps it leaves, survives a reopen, expires tombstones on a later pass, and a crash
+at any store call of a pass leaves a log that opens and reads whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from log_batches import ManualClock
+
+from martlet.engine.log import LogConfig, PartitionLog
+from martlet.engine.log.compaction import rewrite
+from martlet.engine.store import MemoryStore
+from martlet.records.build import NewRecord, build_batch
+from martlet.records.decode import decode_records
+from martlet.records.header import iter_batches, parse_header
+
+COMPACTED = LogConfig(segment_bytes=600, index_interval_bytes=100, compacted=True, deletes=False,
+                      min_cleanable_ratio=0.0, delete_retention_ms=1000)
+NOW = 1_000_000
+
+
+def open_log(store: MemoryStore, clock: ManualClock) -> PartitionLog:
+    return PartitionLog.open(store, "topic-0", COMPACTED, clock)
+
+
+def append(log: PartitionLog, key: bytes, value: bytes | None, stamp: int = NOW) -> int:
+    batch = build_batch([NewRecord(key, value, stamp)])
+    return log.append(batch, parse_header(batch))
+
+
+def one_pass(log: PartitionLog) -> int:
+    work = log.compaction_plan()
+    if work is None:
+        return 0
+    done, reached = rewrite(work, log.producers_last(), log.config, log.now_ms())
+    return log.swap_cleaned(done, reached)
+
+
+def records(log: PartitionLog, offset: int = 0) -> list[tuple[int, bytes | None, bytes | None]]:
+    found = []
+    while offset < log.end_offset:
+        data = log.read(offset, 1 << 20)
+        for at, header in iter_batches(data):
+            found += [(r.offset, r.key, r.value) for r in decode_records(data[at:at + header.size])]
+            offset = header.next_offset
+    return found
+
+
+def history(log: PartitionLog) -> dict[int, tuple[bytes, bytes | None]]:
+    """Keys k0-k4 written 30 times over; k4's last record is a tombstone."""
+    written = {}
+    for i in range(30):
+        key, value = b"k%d" % (i % 5), b"v%02d" % i
+        if i == 29:
+            value = None
+        written[append(log, key, value)] = (key, value)
+    log.flush()
+    return written
+
+
+def latest(written: dict[int, tuple[bytes, bytes | None]], end: int) -> dict[bytes, tuple[int, bytes | None]]:
+    found: dict[bytes, tuple[int, bytes | None]] = {}
+    for offset, (key, value) in sorted(written.items()):
+        if offset < end:
+            found[key] = (offset, value)
+    return found
+
+
+def test_a_pass_keeps_the_latest_of_each_key_at_its_offset_and_reads_across_gaps() -> None:
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    written = history(log)
+    end, sealed_end = log.end_offset, log._segments[-1].base_offset  # noqa: SLF001
+    assert log.segment_count > 3
+    assert one_pass(log) > 0
+    got = records(log)
+    assert len(got) < len(written)
+    assert [o for o, _, _ in got] == sorted(o for o, _, _ in got)
+    assert all(written[o] == (k, v) for o, k, v in got)  # every survivor unchanged, at its own offset
+    mapped = latest(written, sealed_end)
+    for key, (offset, value) in mapped.items():
+        assert [(o, v) for o, k, v in got if k == key and o < sealed_end] == [(offset, value)]
+    assert log.end_offset == end
+    first_gap = next(o for o in range(end) if o not in {o for o, _, _ in got})
+    assert parse_header(log.read(first_gap, 100)).next_offset > first_gap  # a gap reads as what follows
+    reopened = open_log(store, clock)
+    assert records(reopened) == got
+    assert one_pass(reopened) == 0  # nothing dirty is left below the active segment
+
+
+def test_a_later_pass_drops_tombstones_once_their_horizon_passed() -> None:
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    history(log)
+    for i in range(12):  # push the tombstone into a sealed segment
+        append(log, b"x%d" % i, b"y")
+    log.flush()
+    one_pass(log)
+    assert any(k == b"k4" and v is None for _, k, v in records(log))
+    clock.advance(COMPACTED.delete_retention_ms)
+    for i in range(12):
+        append(log, b"z%d" % i, b"y")  # new dirty segments so a pass runs again
+    log.flush()
+    log.cleaner_offset = 0  # let the pass reach the tombstone's segment again
+    one_pass(log)
+    assert not any(k == b"k4" for _, k, _ in records(log))
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashingStore:
+    """A MemoryStore that raises Crash on its n-th changing call (and then stays up)."""
+
+    CHANGES = ("open_append", "rename", "delete", "truncate", "create_exclusive")
+
+    def __init__(self, inner: MemoryStore, crash_at: int) -> None:
+        self.inner, self.calls, self.crash_at = inner, 0, crash_at
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name not in self.CHANGES:
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            if self.calls == self.crash_at:
+                raise Crash(f"crash at call {self.calls}: {name}{args}")
+            return attr(*args, **kwargs)
+        return call
+
+
+def _store_calls_of_a_pass() -> int:
+    store = MemoryStore()
+    log = open_log(store, ManualClock(NOW))
+    history(log)
+    counting = CrashingStore(store, crash_at=-1)
+    log.store = counting
+    for segment in log._segments:  # noqa: SLF001
+        segment.store = counting
+    one_pass(log)
+    return counting.calls
+
+
+CALLS_MAX = 30  # the pass below makes 22 changing store calls today
+
+
+def test_the_crash_table_covers_every_store_call_of_a_pass() -> None:
+    assert 0 < _store_calls_of_a_pass() <= CALLS_MAX
+
+
+@pytest.mark.parametrize("crash_at", range(1, CALLS_MAX + 1))
+def test_a_crash_at_any_store_call_of_a_pass_leaves_a_readable_log(crash_at: int) -> None:
+    if crash_at > _store_calls_of_a_pass():
+        pytest.skip("the pass makes fewer store calls")
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    written = history(log)
+    end = log.end_offset
+    crashing = CrashingStore(store, crash_at)
+    log.store = crashing
+    for segment in log._segments:  # noqa: SLF001
+        segment.store = crashing
+    with pytest.raises(Crash):
+        one_pass(log)
+    log.abandon()
+    reopened = open_log(store, clock)  # recovery after the crash
+    got = records(reopened)
+    assert reopened.end_offset == end
+    assert all(written[o] == (k, v) for o, k, v in got)
+    for key, (offset, value) in latest(written, end).items():
+        assert (offset, key, value) in got  # the latest of every key survives, whatever step died
+    assert not [name for name in store.list("topic-0") if name.endswith(".cleaned")]
+    one_pass(reopened)  # and the next pass finishes the job
+    assert len(records(reopened)) < len(written) and records(reopened)[-1][0] == max(written)
