@@ -70,6 +70,7 @@ class Engine:
         self.topics = Topics(Catalog(store, settings.owner, settings.topic_partitions_max), self.partitions,
                              settings.topic_defaults, opener, self.cluster)
         self._retention_task: asyncio.Task[None] | None = None
+        self._compaction_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[object]] = set()
         self.ownership: Ownership | None = None  # in a cluster (follow_cluster)
         self.groups: Groups = None  # type: ignore[assignment]  # set by open()
@@ -91,11 +92,14 @@ class Engine:
         assert self.groups is not None, "open() first"
         self.pool.bind(asyncio.get_running_loop())
         self.groups.start()
-        self._retention_task = asyncio.get_running_loop().create_task(self._retention_loop())
+        loop = asyncio.get_running_loop()
+        self._retention_task = loop.create_task(self._retention_loop())
+        self._compaction_task = loop.create_task(self._compaction_loop())
 
     async def close(self) -> None:
-        if self._retention_task:
-            self._retention_task.cancel()
+        for task in (self._retention_task, self._compaction_task):
+            if task is not None:
+                task.cancel()
         if self.ownership is not None:
             await self.ownership.close()
         if self.groups:
@@ -157,14 +161,22 @@ class Engine:
                                self.settings.retention_check_ms, error)
 
     async def retain(self) -> None:
-        """One round of offset expiry, segment retention and log compaction."""
+        """One round of offset expiry and segment retention."""
         await self.groups.expire_offsets()
         deleted = await self.partitions.apply_retention()
         if deleted:
             logger.info("retention deleted %d segments", deleted)
-        cleaned = await self.partitions.compact()
-        if cleaned:
-            logger.info("compaction rewrote %d segments", cleaned)
+
+    async def _compaction_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.compaction_check_ms / 1000)
+            try:
+                cleaned = await self.partitions.compact()
+            except OSError as error:  # the store is down: the next round tries again
+                logger.warning("log compaction failed, retrying in %d ms: %s", self.settings.compaction_check_ms, error)
+                continue
+            if cleaned:
+                logger.info("compaction rewrote %d segments", cleaned)
 
 
 def _cluster_id(store: Store) -> str:

@@ -52,7 +52,7 @@ def test_compaction_on_hdfs(martlet_process: Any, reference_hdfs: Any, tmp_path:
 
 def _fast_rounds(tmp_path: Path) -> list[str]:
     config = tmp_path / "martlet.toml"
-    config.write_text("[engine]\nretention_check_ms = 200\n")  # a compaction pass five times a second
+    config.write_text("[engine]\ncompaction_check_ms = 200\n")  # a compaction pass five times a second
     return ["--config", str(config)]
 
 
