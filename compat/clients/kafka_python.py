@@ -6,6 +6,7 @@ Every call is bounded by a timeout argument or the clients' request timeouts.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import warnings
@@ -28,7 +29,7 @@ with warnings.catch_warnings():
     from kafka.structs import TopicPartition
 
 from .base import Record, Unsupported
-from .errors import NONE, errno_name
+from .errors import NONE, errno_name, kafka_error_name
 
 REQUEST_TIMEOUT_MS = 30_000
 FLUSH_TIMEOUT_S = 30.0
@@ -192,9 +193,11 @@ class KafkaPythonDriver:
     def alter_topic_config(self, topic: str, name: str, value: str) -> str:
         resource = ConfigResource(ConfigResourceType.TOPIC, topic, configs={name: value})
         error, answer = self._call(self._admin.alter_configs, [resource])
-        if error == NONE and answer["topic"][topic] != "OK":
-            return str(answer["topic"][topic])
-        return error
+        result = str(answer["topic"][topic]) if error == NONE else "OK"
+        refused = re.match(r"\[Error (\d+)\]", result)  # kafka-python 2.3: "[Error 40] InvalidConfigurationError: ..."
+        if refused:
+            return kafka_error_name(int(refused.group(1)))
+        return error if result == "OK" else result
 
     def delete_records(self, topic: str, partition: int, before_offset: int) -> dict[str, Any]:
         tp = TopicPartition(topic, partition)
