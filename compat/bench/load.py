@@ -5,7 +5,10 @@ result and exits 0, or prints {"error": ...} and exits 1. Roles:
 
 - produce: `records` keyless records of `record_bytes` random (incompressible) bytes to
   `topic`, spread over its partitions by librdkafka's partitioner (how, `config` says:
-  sticky.partitioning.linger.ms), with the producer settings in `config`.
+  sticky.partitioning.linger.ms), with the producer settings in `config`. With `keys` K,
+  record i has key i mod K (a compacted topic's workload: K live keys). Every record has the
+  same value, so a batch compresses well, unless `distinct` N asks for N different values in
+  turn (4,096 of 1 KB lie beyond every codec's window: the data stays incompressible).
   Timed from the first produce call until every delivery report arrived; `started` and
   `ended` give those two moments on the wall clock, so several producers make one
   aggregate span.
@@ -50,22 +53,23 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
     # broker spends on the record.
     producer = Producer({"bootstrap.servers": spec["bootstrap"], "delivery.report.only.error": True,
                          "on_delivery": delivered, **spec["config"]})
-    value = os.urandom(spec["record_bytes"])
+    values = [os.urandom(spec["record_bytes"]) for _ in range(spec.get("distinct", 1))]
     topic, records = spec["topic"], spec["records"]
     _warm_up(producer, topic)
+    keys = [b"key-%d" % i for i in range(spec["keys"])] if spec.get("keys") else None
     started, start = time.time(), time.perf_counter()
-    for _ in range(records):
-        _produce_one(producer, topic, value)
+    for i in range(records):
+        _produce_one(producer, topic, values[i % len(values)], keys[i % len(keys)] if keys else None)
     remaining = producer.flush(FLUSH_TIMEOUT_S)
     seconds = time.perf_counter() - start
-    return {"records": records, "bytes": records * len(value), "seconds": seconds,
+    return {"records": records, "bytes": records * spec["record_bytes"], "seconds": seconds,
             "started": started, "ended": started + seconds, "failed": failed[0] + remaining}
 
 
-def _produce_one(producer: Producer, topic: str, value: bytes) -> None:
+def _produce_one(producer: Producer, topic: str, value: bytes, key: bytes | None = None) -> None:
     while True:
         try:
-            producer.produce(topic, value)
+            producer.produce(topic, value, key)
             return
         except BufferError:  # the local queue is full: serve delivery reports, then retry
             producer.poll(0.05)

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from kafka.admin import KafkaAdminClient
 
 from .probe import Probe, rss_bytes
 
@@ -45,6 +46,8 @@ METRICS = {
     "create s": Metric("s", False),
     "metadata ms": Metric("ms", False),
     "RSS MiB": Metric("MiB", False),
+    "compaction s": Metric("s", False),
+    "kept %": Metric("%", False),
 }
 
 
@@ -121,9 +124,10 @@ def _result(spec: dict[str, Any], lines: list[str], returncode: int | None) -> d
     return result
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    future = admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=ADMIN_TIMEOUT_S)[topic]
+    new = NewTopic(topic, partitions, 1, config=configs or {})
+    future = admin.create_topics([new], request_timeout=ADMIN_TIMEOUT_S)[topic]
     future.result(timeout=ADMIN_TIMEOUT_S)
 
 
@@ -154,20 +158,19 @@ def _broker(probe: Probe, gigabytes_of: int | None = None) -> dict[str, float]:
     return metrics
 
 
-def _produce(name: str, acks: str, idempotent: bool, partitions: int = 1) -> Callable[[Context], dict[str, float]]:
+def _produce(name: str, acks: str, idempotent: bool, partitions: int = 1, codec: str = "none",
+             topic_configs: dict[str, str] | None = None, distinct: int = 1) -> Callable[[Context], dict[str, float]]:
     """1 KB records, keyless, each to a random partition. librdkafka's default for keyless
     records is sticky: a new random partition every sticky.partitioning.linger.ms (10 ms),
     which a fast run of 100 MB at 16 partitions leaves skewed and even empty (measured: end
     offsets 0 to 20,355 where 6,250 is even); 0 turns stickiness off."""
     def run(ctx: Context) -> dict[str, float]:
         topic = ctx.topic(name)
-        create_topic(ctx.endpoint.bootstrap, topic, partitions)
+        create_topic(ctx.endpoint.bootstrap, topic, partitions, topic_configs)
         records = ctx.scale.produce_bytes // 1000
         spec = {"role": "produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
-                "records": records, "record_bytes": 1000,
-                "config": {"acks": acks, "enable.idempotence": idempotent, "linger.ms": 5,
-                           "batch.size": 1_000_000, "compression.type": "none",
-                           "sticky.partitioning.linger.ms": 0}}
+                "records": records, "record_bytes": 1000, "distinct": distinct,
+                "config": _producer(acks, idempotent, codec)}
         with Probe(ctx.endpoint.pid) as probe:
             result = run_load(spec)
         if result["failed"]:
@@ -175,6 +178,74 @@ def _produce(name: str, acks: str, idempotent: bool, partitions: int = 1) -> Cal
         ctx.produced[name] = records
         return _throughput(result, probe)
     return run
+
+
+def _producer(acks: str, idempotent: bool = False, codec: str = "none") -> dict[str, Any]:
+    return {"acks": acks, "enable.idempotence": idempotent, "linger.ms": 5, "batch.size": 1_000_000,
+            "compression.type": codec, "sticky.partitioning.linger.ms": 0}
+
+
+COMPACTED_SEGMENT_BYTES = 16 << 20
+LIVE_SHARE = 10  # one record in ten is a key's latest
+
+
+def compaction(ctx: Context) -> dict[str, float]:
+    """A compaction pass over produce_bytes of 1 KB records with one key per ten records:
+    the topic is written with cleanup.policy=delete, then altered to compact (dirty ratio
+    0.01, no lag); timed from the alter until the log holds at most a quarter of its bytes
+    (the live tenth plus the active segment), as DescribeLogDirs reports them. Meanwhile a
+    producer writes a tenth as much to another topic; its MB/s is what produce gets while
+    the broker compacts. Both brokers look for logs to clean every 15 s."""
+    bootstrap = ctx.endpoint.bootstrap
+    topic, other = ctx.topic("compaction-1k"), ctx.topic("compaction-1k-beside")
+    create_topic(bootstrap, topic, 1, {"segment.bytes": str(COMPACTED_SEGMENT_BYTES)})
+    create_topic(bootstrap, other, 1)
+    records = ctx.scale.produce_bytes // 1000
+    written = run_load({"role": "produce", "bootstrap": bootstrap, "topic": topic, "records": records,
+                        "record_bytes": 1000, "keys": records // LIVE_SHARE, "config": _producer("1")})
+    if written["failed"]:
+        raise RuntimeError(f"{written['failed']} of {records} records were not delivered")
+    before = _wait_log_bytes(bootstrap, topic, lambda size: size >= written["bytes"])
+    beside = _start_load({"role": "produce", "bootstrap": bootstrap, "topic": other, "records": records // 10,
+                          "record_bytes": 1000, "config": _producer("1")})
+    with Probe(ctx.endpoint.pid) as probe:
+        start = time.monotonic()
+        _compact(bootstrap, topic)
+        after = _wait_log_bytes(bootstrap, topic, lambda size: size <= before // 4)
+        seconds = time.monotonic() - start
+    out, _ = beside.communicate(timeout=LOAD_TIMEOUT_S)
+    produced = _result({"role": "produce"}, out.decode().strip().splitlines()[-1:], beside.returncode)
+    return {"compaction s": seconds, "kept %": 100 * after / before,
+            "MB/s": produced["bytes"] / MB / produced["seconds"]} | _broker(probe)
+
+
+def _compact(bootstrap: str, topic: str) -> None:
+    entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+               for name, value in (("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "0.01"),
+                                   ("min.compaction.lag.ms", "0"))]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.incremental_alter_configs([ConfigResource("topic", topic, incremental_configs=entries)])
+    for future in futures.values():
+        future.result(timeout=ADMIN_TIMEOUT_S)
+
+
+def _wait_log_bytes(bootstrap: str, topic: str, done: Callable[[int], bool]) -> int:
+    """The partition's size on disk (DescribeLogDirs, through kafka-python: librdkafka has no
+    such call) once `done` holds for it; polled, bounded by LOAD_TIMEOUT_S."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    deadline = time.monotonic() + LOAD_TIMEOUT_S
+    try:
+        while True:
+            size = sum(p["partition_size"] for broker in admin.describe_log_dirs(topic_partitions=[topic])
+                       for log_dir in broker["log_dirs"] for t in log_dir["topics"] if t["name"] == topic
+                       for p in t["partitions"])
+            if done(size):
+                return size
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{topic}: log size {size} after {LOAD_TIMEOUT_S:.0f} s")
+            time.sleep(0.5)  # polls an observable (the log's size), bounded by the deadline
+    finally:
+        admin.close()
 
 
 # librdkafka stops fetching while its queue for the application holds queued.max.messages.kbytes
@@ -301,6 +372,11 @@ WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "produce-100b-linger0": small_records,
     "latency-1k": latency,
     "partitions-10k": many_partitions,
+    # the producer sends lz4, the topic stores zstd: the broker recompresses every batch (of
+    # incompressible records, so the codecs do their full work)
+    "produce-1k-recompress": _produce("produce-1k-recompress", "1", False, codec="lz4",
+                                      topic_configs={"compression.type": "zstd"}, distinct=4096),
+    "compaction-1k": compaction,
 }
 
 
