@@ -53,6 +53,7 @@ class PartitionOpener:
     def log_config(self, topic: Topic) -> LogConfig:
         config = topic.config
         return LogConfig(segment_bytes=config.segment_bytes, segment_ms=config.segment_ms,
+                         segment_jitter_ms=config.segment_jitter_ms,
                          retention_ms=config.retention_ms, retention_bytes=config.retention_bytes,
                          index_interval_bytes=self.index_interval_bytes, deletes=config.deletes,
                          compacted=config.compacted, delete_retention_ms=config.delete_retention_ms,

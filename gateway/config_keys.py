@@ -58,6 +58,7 @@ TOPIC_NOTES = {
     "retention_bytes": "retention.bytes per partition (-1: no limit)",
     "segment_bytes": "segment.bytes",
     "segment_ms": "segment.ms",
+    "segment_jitter_ms": "segment.jitter.ms: each segment rolls up to this much before segment_ms",
     "max_batch_bytes": "max.message.bytes: the largest batch a producer may send",
     "flush_mode": '"sync": each flush is fsynced and acks=1 waits for it too (martlet.flush.mode)',
     "visibility": '"memory": consumers read records once in memory, before they are persisted (martlet.visibility)',

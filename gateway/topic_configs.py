@@ -240,7 +240,7 @@ CONFIGS: tuple[KafkaTopicConfig, ...] = (
     KafkaTopicConfig("segment.index.bytes", INT, "10485760", _integer("INT", 4), "log.index.size.max.bytes",
                      inert="a segment's indexes are sized to what it holds"),
     KafkaTopicConfig("segment.jitter.ms", LONG, "0", _integer("LONG", 0), "log.roll.jitter.ms", listed_default=False,
-                     inert=NOT_YET),
+                     engine="segment_jitter_ms"),
     KafkaTopicConfig("unclean.leader.election.enable", BOOLEAN, "false", _boolean, "unclean.leader.election.enable",
                      inert=NO_COPIES),
 )

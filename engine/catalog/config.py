@@ -25,6 +25,7 @@ class TopicConfig:
     retention_bytes: int = -1
     segment_bytes: int = 1_073_741_824
     segment_ms: int = 604_800_000
+    segment_jitter_ms: int = 0  # each segment rolls up to this much before segment_ms (spreads rolls out)
     max_batch_bytes: int = 1_048_588
     flush_mode: str = "async"
     visibility: str = "persisted"
@@ -56,6 +57,7 @@ class TopicConfig:
         _at_least("retention_bytes", self.retention_bytes, -1)
         _at_least("segment_bytes", self.segment_bytes, 14)
         _at_least("segment_ms", self.segment_ms, 1)
+        _at_least("segment_jitter_ms", self.segment_jitter_ms, 0)
         _at_least("max_batch_bytes", self.max_batch_bytes, 0)
         _one_of("flush_mode", self.flush_mode, FLUSH_MODES)
         _one_of("visibility", self.visibility, VISIBILITIES)

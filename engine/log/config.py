@@ -11,6 +11,7 @@ SEGMENT_BYTES_MAX = 2**31 - 1  # index entries hold file positions as u32; stay 
 class LogConfig:
     segment_bytes: int = 1073741824
     segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
     retention_ms: int = 604800000  # -1 = keep forever
     retention_bytes: int = -1  # -1 = no size limit
     index_interval_bytes: int = 4096

@@ -7,6 +7,7 @@ segments are deleted only once everything in them lies below start), end moves u
 Time comes from the injected now_ms; nothing here reads the clock itself.
 """
 
+import zlib
 from bisect import bisect_right
 from collections.abc import Callable
 
@@ -130,8 +131,19 @@ class PartitionLog:
         if size == 0:
             return False  # never leave an empty segment behind; a huge batch gets its own
         too_big = size + header.size > self.config.segment_bytes
-        too_old = self._active_since_ms is not None and self.now_ms() - self._active_since_ms > self.config.segment_ms
+        too_old = (self._active_since_ms is not None
+                   and self.now_ms() - self._active_since_ms > self.config.segment_ms - self._jitter_ms())
         return too_big or too_old or not active.fits_offsets(header)
+
+    def _jitter_ms(self) -> int:
+        """How much sooner than segment_ms the active segment rolls (Kafka's segment.jitter.ms:
+        partitions created together do not all roll at once). Kafka draws it at random per
+        segment; here it is drawn from the log's path and the segment's base offset, so it is
+        as spread out and the same on every open."""
+        jitter = min(self.config.segment_jitter_ms, self.config.segment_ms - 1)
+        if jitter <= 0:
+            return 0
+        return zlib.crc32(f"{self.path}@{self._active.base_offset}".encode()) % jitter
 
     def _roll(self, snapshot: bool = True) -> None:
         """Seal the active segment (fsynced, so recovery may trust it) and start the next.

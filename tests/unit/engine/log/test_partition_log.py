@@ -311,3 +311,24 @@ def test_index_interval_zero_indexes_every_batch():
 def test_config_refuses_impossible_values(bad):
     with pytest.raises(InvalidConfig):
         LogConfig(**bad)
+
+
+def _roll_after_ms(path: str, jitter_ms: int) -> int:
+    clock = ManualClock()
+    config = LogConfig(segment_bytes=10_000, segment_ms=1000, segment_jitter_ms=jitter_ms, index_interval_bytes=100)
+    log = PartitionLog.open(MemoryStore(), path, config, clock)
+    log.append(*make_batch())
+    for waited in range(0, 1100, 10):
+        clock.now = 1_000_000 + waited
+        log.append(*make_batch())
+        if log.segment_count == 2:
+            return waited
+    raise AssertionError("never rolled")
+
+
+def test_segment_jitter_rolls_each_partition_a_little_sooner():
+    assert _roll_after_ms("t-0", 0) == 1010
+    rolls = [_roll_after_ms(f"t-{i}", 900) for i in range(10)]
+    assert all(100 < waited <= 1010 for waited in rolls)
+    assert len(set(rolls)) > 3  # spread out, not all at once
+    assert rolls == [_roll_after_ms(f"t-{i}", 900) for i in range(10)]  # and the same on every open
