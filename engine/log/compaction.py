@@ -77,8 +77,9 @@ def batches(segment: Segment) -> Iterator[bytes]:
     position = 0
     while position < segment.size_bytes:
         data = segment.store.read(segment.log_path, position, min(READ_BYTES, segment.size_bytes - position))
-        if len(data) < parse_header(data).size:  # one batch larger than a read
-            data = segment.store.read(segment.log_path, position, parse_header(data).size)
+        size = parse_header(data).size
+        if len(data) < size:  # one batch larger than a read
+            data = segment.store.read(segment.log_path, position, size)
         end = 0
         for at, header in iter_batches(data):
             yield bytes(data[at:at + header.size])

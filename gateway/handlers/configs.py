@@ -139,9 +139,9 @@ async def _alter_broker(ctx: Context, name: str, operations: Sequence[tuple[str,
         scope = CLUSTER if name == CLUSTER else str(live_node(ctx, name).node_id)
         current = {} if replace else ctx.topics.dynamic.get(scope, {})
         values = changed(current, operations, READ_ONLY)
-        dynamic = {**ctx.topics.dynamic, scope: values}
-        ctx.topics.static_defaults.updated(topic_defaults(dynamic, ctx.node_id))  # the defaults they give are good
-        if not validate_only:
+        if validate_only:  # set_dynamic checks the defaults they give before it writes anything
+            ctx.topics.static_defaults.updated(topic_defaults({**ctx.topics.dynamic, scope: values}, ctx.node_id))
+        else:
             await ctx.topics.set_dynamic(scope, values)
     except (BrokerNotFound, errors.InvalidConfig) as error:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": str(error)}
