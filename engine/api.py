@@ -18,6 +18,7 @@ from .catalog.topic import Topic
 from .clock import Clock, ManualClock
 from .cluster import EMBEDDED_NODE_ID, ClusterView, EmbeddedCluster, NodeIdentity
 from .groups.classic import GroupLimits
+from .groups.offsets import SEGMENT_BYTES as GROUP_SEGMENT_BYTES
 from .groups.offsets import CommittedOffset
 from .groups.service import Groups
 from .groups.types import (
@@ -73,7 +74,7 @@ def admin(zookeeper: str, store: Store, session_ms: int) -> Admin:
 __all__ = [
     "EMBEDDED_NODE_ID", "ClusterView", "ConfigValue", "Dynamic", "EmbeddedCluster", "Kept", "NodeIdentity", "Overrides",
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
-    "Engine", "EngineSettings", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
+    "Engine", "EngineSettings", "GROUP_SEGMENT_BYTES", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
     "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "admin", "cluster_member", "errors",
     "hdfs_store", "store_location",

@@ -19,7 +19,7 @@ from typing import Protocol, TypeVar
 
 from .catalog.catalog import Catalog, CatalogChanges, Dynamic, topic_dir
 from .catalog.config import Overrides, TopicConfig
-from .catalog.names import check_name
+from .catalog.names import RESERVED, check_name
 from .catalog.topic import Topic
 from .cluster import ClusterView
 from .errors import InvalidPartitionCount, TopicExists
@@ -158,7 +158,7 @@ class Topics:
     def check_new(self, name: str, count: int, overrides: Overrides) -> None:
         """CreateTopics with validate_only: the checks a creation makes, and nothing else."""
         check_name(name)
-        if self._catalog.find(name):
+        if self._catalog.find(name) or name in RESERVED:
             raise TopicExists(f"topic {name!r} already exists")
         if count < 1:
             raise InvalidPartitionCount(f"partition count must be at least 1, not {count}")

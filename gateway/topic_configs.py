@@ -331,11 +331,12 @@ class Described:
 Layers = Sequence[tuple[int, Mapping[str, str]]]  # (config source, broker config name -> value), most specific first
 
 
-def described(topic: Topic, defaults: TopicConfig, keys: Iterable[str] | None, layers: Layers = ()) -> list[Described]:
+def described(overridden: Mapping[str, str], defaults: TopicConfig, keys: Iterable[str] | None,
+              layers: Layers = ()) -> list[Described]:
     """A topic's configs (those in `keys`, else all) with their values, sources and synonyms,
-    most specific first: the topic's override, the dynamic broker configs in `layers` (for
-    the configs the engine honours), the broker's static setting (`defaults`), Kafka's default."""
-    overridden = kafka_overrides(topic)
+    most specific first: the topic's override (`overridden`, by Kafka name, as kafka_overrides
+    gives them), the dynamic broker configs in `layers` (for the configs the engine honours),
+    the broker's static setting (`defaults`), Kafka's default."""
     wanted = set(keys) if keys else None
     found = []
     for config in CONFIGS:

@@ -37,7 +37,7 @@ from ..errors import InvalidPartitionCount, TopicExists, UnknownTopic
 from ..store.atomic import read_whole, write_atomically
 from ..store.base import Store
 from .config import TopicConfig
-from .names import ResourceName, check_name
+from .names import RESERVED, ResourceName, check_name
 from .ranges import SLOTS, initial_ranges
 from .topic import Topic
 
@@ -172,7 +172,7 @@ class Catalog:
     def create(self, name: str, partitions: int, config: TopicConfig, overrides: frozenset[str], now_ms: int,
                replication_factor: int = 1) -> Topic:
         check_name(name)
-        if name in self._topics:
+        if name in self._topics or name in RESERVED:
             raise TopicExists(f"topic {name!r} already exists")
         self._check_count(partitions)
         config.check()

@@ -5,6 +5,10 @@ topic is created, so a deleted and re-created topic is a different resource. Nam
 the characters [A-Za-z0-9._-], at most 249 of them, and are neither "." nor "..", so every
 name is also a safe file name and never contains the `#` separator. The uuid comes from an
 injected `new_uuid` (uuid4 unless a test passes its own).
+
+RESERVED holds the names of Kafka's internal topics, whose data Martlet keeps in stores of
+its own (committed offsets in the group shards, later transaction state): no topic is ever
+created under them, so the gateway can show them as Kafka does (gateway/internal_topics.py).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from ..errors import InvalidName
 
 NAME_CHARS_MAX = 249
 _LEGAL = re.compile(r"[A-Za-z0-9._-]+")
+RESERVED = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def check_name(name: str) -> None:

@@ -8,7 +8,7 @@ or the whole cluster (""). Removing one never set succeeds, as in Kafka:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
@@ -18,6 +18,7 @@ from kio.schema.incremental_alter_configs.v1.request import AlterableConfig, Inc
 from ...engine.api import Topic, errors
 from ..broker_dynamic import CLUSTER, changed, layers, topic_defaults
 from ..context import Context
+from ..internal_topics import CHANGE_MESSAGE, OFFSETS_CONFIGS, WRITE_REFUSED, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     AlterConfigsAnswer,
@@ -49,11 +50,11 @@ NewOverrides = Callable[[dict[str, str]], dict[str, str | None]]
 
 def describe_topic_configs(ctx: Context, topic: Topic, keys: Iterable[str] | None) -> list[ConfigEntry]:
     return [{"name": d.config.name, "value": d.value, "read_only": False, "config_source": d.source,
-             "is_sensitive": False} for d in _described(ctx, topic, keys)]
+             "is_sensitive": False} for d in _described(ctx, kafka_overrides(topic), keys)]
 
 
-def _described(ctx: Context, topic: Topic, keys: Iterable[str] | None) -> list[Described]:
-    return described(topic, ctx.topics.static_defaults, keys, layers(ctx.topics.dynamic, ctx.node_id))
+def _described(ctx: Context, overridden: Mapping[str, str], keys: Iterable[str] | None) -> list[Described]:
+    return described(overridden, ctx.topics.static_defaults, keys, layers(ctx.topics.dynamic, ctx.node_id))
 
 
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
@@ -64,8 +65,8 @@ async def describe_configs(ctx: Context, header: RequestHeader, request: Describ
 
 def _describe_one(ctx: Context, resource: DescribeConfigsResource, synonyms: bool) -> DescribeConfigsResultAnswer:
     answer: DescribeConfigsResultAnswer = {
-        "error_code": ErrorCode.none, "error_message": None, "resource_type": resource.resource_type,
-        "resource_name": resource.resource_name, "configs": []}
+        "error_code": ErrorCode.none, "error_message": "", "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name, "configs": []}  # Kafka's message: "", not null
     if resource.resource_type == BROKER:
         try:
             return answer | {"configs": broker_entries(ctx, resource.resource_name, resource.configuration_keys,
@@ -80,14 +81,15 @@ def _describe_one(ctx: Context, resource: DescribeConfigsResource, synonyms: boo
     if resource.resource_type != TOPIC:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": "unsupported resource type"}
     try:
-        topic = ctx.topics.get(resource.resource_name)
+        overridden = (OFFSETS_CONFIGS if is_internal(resource.resource_name)
+                      else kafka_overrides(ctx.topics.get(resource.resource_name)))
     except errors.EngineError as error:
         return answer | {"error_code": error_code(error), "error_message": str(error)}
     return answer | {"configs": [
         {"name": d.config.name, "value": d.value, "read_only": False, "config_source": d.source,
          "is_sensitive": False, "synonyms": d.synonyms if synonyms else [], "config_type": d.config.type_code,
          "documentation": None}
-        for d in _described(ctx, topic, resource.configuration_keys)]}
+        for d in _described(ctx, overridden, resource.configuration_keys)]}
 
 
 @handles(ApiKey.ALTER_CONFIGS, 0, 2)
@@ -177,6 +179,8 @@ async def _alter(ctx: Context, resource_type: int, name: str, new_overrides: New
                        "resource_name": name}
     if resource_type != TOPIC:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": "only topic configs can be altered"}
+    if is_internal(name):
+        return answer | {"error_code": WRITE_REFUSED, "error_message": CHANGE_MESSAGE}
     try:
         topic = ctx.topics.get(name)
         overrides = to_overrides(new_overrides(kafka_overrides(topic)))

@@ -30,6 +30,7 @@ from kio.schema.fetch.v18.request import FetchRequest
 
 from ...engine.api import PartitionInfo, TopicPartition, errors
 from ..context import Context
+from ..internal_topics import OFFSETS, READ_REFUSED, internal_by_id, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     FetchableTopicAnswer,
@@ -57,6 +58,10 @@ class Wanted:
 
 TOPIC_IDS_FROM = 13
 CURRENT_LEADER_FROM = 16
+READ_UNCOMMITTED = 0
+# Refusals Kafka answers before reading, with an empty aborted_transactions list (null after
+# a read that failed, and for every read_uncommitted answer).
+BEFORE_READING = (ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id, ErrorCode.topic_authorization_failed)
 NAMES_LEADER = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
 
 
@@ -71,6 +76,10 @@ async def fetch(ctx: Context, header: RequestHeader, request: FetchRequest) -> F
         if size >= request.min_bytes or failed or remaining_ms <= 0 or not wanted:
             break
         await ctx.partitions.wait_for_data([(w.tp, w.offset) for w in wanted], remaining_ms)
+    if request.isolation_level == READ_UNCOMMITTED:
+        for _, partition in answers:
+            if partition["error_code"] == ErrorCode.none:
+                partition["aborted_transactions"] = None  # as Kafka: the list is for read_committed only
     answer: FetchAnswer = {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
                            "responses": _group(answers)}
     if header.api_version >= CURRENT_LEADER_FROM:
@@ -88,6 +97,8 @@ def _wanted(ctx: Context, request: FetchRequest, by_id: bool) -> list[Wanted]:
             topic_id = topic.topic_id
             found = ctx.topics.by_id(topic_id) if topic_id is not None else None
             name, unknown = (found.name, False) if found is not None else ("", True)
+            if unknown and internal_by_id(ctx, topic_id):
+                name, unknown = OFFSETS, False
         for p in topic.partitions:
             wanted.append(Wanted(TopicPartition(name, p.partition), p.fetch_offset,
                                  getattr(p, "current_leader_epoch", -1), p.partition_max_bytes, topic_id, unknown))
@@ -110,13 +121,15 @@ async def _collect(ctx: Context, wanted: list[Wanted],
 async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> FetchPartitionDataAnswer:
     if item.unknown:
         return _answer(item, ErrorCode.unknown_topic_id)
+    if is_internal(item.tp.topic):
+        return _answer(item, READ_REFUSED)
     try:
         info = ctx.partitions.info(item.tp)
     except errors.EngineError as error:
         return _pointed(ctx, item, _answer(item, error_code(error)))
     code = epoch_error(item.leader_epoch, info.session)
     if code != ErrorCode.none:
-        return _pointed(ctx, item, _answer(item, code, info))
+        return _pointed(ctx, item, _answer(item, code))
     records: Records = b""
     limit = min(item.max_bytes, budget_bytes)
     if limit > 0 or first:
@@ -124,7 +137,7 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> F
             records = await ctx.partitions.read(item.tp, item.offset, max(limit, 1))
             info = ctx.partitions.info(item.tp)  # after the read: the high watermark covers what it returned
         except errors.EngineError as error:
-            return _answer(item, error_code(error), info)
+            return _answer(item, error_code(error))
         if len(records) > limit and not first:
             records = b""  # only the first batch of the answer may exceed the limits
     return _answer(item, ErrorCode.none, info, records)
@@ -132,10 +145,12 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> F
 
 def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None,
             records: Records = b"") -> FetchPartitionDataAnswer:
+    """A partition's answer; as Kafka, a refused read (no `info`) names no offsets (-1)."""
     high_watermark = info.high_watermark if info else -1  # also the LSO, until transactions exist
     return {"partition_index": item.tp.partition, "error_code": code, "high_watermark": high_watermark,
             "last_stable_offset": high_watermark, "log_start_offset": info.start_offset if info else -1,
-            "aborted_transactions": [], "preferred_read_replica": -1, "records": records}
+            "aborted_transactions": [] if info or code in BEFORE_READING else None, "preferred_read_replica": -1,
+            "records": records}
 
 
 def _pointed(ctx: Context, item: Wanted, answer: FetchPartitionDataAnswer) -> FetchPartitionDataAnswer:

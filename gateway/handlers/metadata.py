@@ -17,6 +17,9 @@ DescribeTopicPartitions (KIP-966, what `kafka-topics --describe` asks a Kafka 4 
 through the same entries: topics by name (all of them when none is named), partitions by
 index, at most response_partition_limit partitions per answer (capped at Kafka's
 max.request.partition.size.limit, 2000), and a next_cursor where the next page starts.
+
+Both list `__consumer_offsets` among all topics, as an internal topic with a partition per
+offsets shard (internal_topics.py).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from ...engine.api import NodeIdentity, Topic, errors
 from ..context import Context
+from ..internal_topics import OFFSETS, internal_by_id, is_internal, offsets_topic_id
 from ..mapping import error_code
 from ..protocol.answers import (
     DescribeClusterAnswer,
@@ -99,6 +103,26 @@ def describe_topic(ctx: Context, topic: Topic, replicas: Replicas | None = None)
             "topic_authorized_operations": NO_OPERATIONS}
 
 
+def describe_offsets_topic(ctx: Context, replicas: Replicas | None = None) -> MetadataTopicAnswer:
+    """__consumer_offsets (internal_topics.py): a partition per shard, led by its coordinator."""
+    return {"error_code": ErrorCode.none, "name": OFFSETS, "topic_id": offsets_topic_id(ctx),
+            "is_internal": True, "partitions": _shard_partitions(ctx, replicas or Replicas(ctx.cluster.alive())),
+            "topic_authorized_operations": NO_OPERATIONS}
+
+
+def _shard_partitions(ctx: Context, replicas: Replicas) -> list[MetadataPartitionAnswer]:
+    partitions: list[MetadataPartitionAnswer] = []
+    for index in range(ctx.groups.shard_count):
+        owner = ctx.cluster.shard_owner(index)
+        if owner is None:
+            partitions.append(NO_LEADER | {"partition_index": index})
+            continue
+        nodes = replicas.of(owner.node_id, 1)
+        partitions.append({"error_code": ErrorCode.none, "partition_index": index, "leader_id": owner.node_id,
+                           "leader_epoch": 0, "replica_nodes": nodes, "isr_nodes": nodes, "offline_replicas": []})
+    return partitions
+
+
 def _partitions(ctx: Context, topic: Topic, replicas: Replicas) -> list[MetadataPartitionAnswer]:
     """One entry per partition; the hot loop of a Metadata answer (keep it lean)."""
     cluster, name, factor = ctx.cluster, topic.name, topic.replication_factor
@@ -132,6 +156,8 @@ async def _requested(ctx: Context, request: MetadataRequest) -> list[MetadataTop
 
 
 def _by_id(ctx: Context, topic_id: uuid.UUID) -> MetadataTopicAnswer:
+    if internal_by_id(ctx, topic_id):
+        return describe_offsets_topic(ctx)
     topic = ctx.topics.by_id(topic_id)
     if topic is None:
         return {"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id, "partitions": []}
@@ -139,6 +165,8 @@ def _by_id(ctx: Context, topic_id: uuid.UUID) -> MetadataTopicAnswer:
 
 
 async def _one(ctx: Context, name: str | None, auto_create: bool) -> MetadataTopicAnswer:
+    if is_internal(name):
+        return describe_offsets_topic(ctx)
     topic = ctx.topics.find(name) if name else None
     if topic is None and auto_create and name:
         try:
@@ -155,6 +183,7 @@ async def metadata(ctx: Context, header: RequestHeader, request: MetadataRequest
     if request.topics is None or (header.api_version == 0 and not request.topics):
         replicas = Replicas(ctx.cluster.alive())
         topics = [describe_topic(ctx, topic, replicas) for topic in ctx.topics]
+        topics.append(describe_offsets_topic(ctx, replicas))
     else:
         topics = await _requested(ctx, request)
     return {"throttle_time": 0, "brokers": brokers(ctx), "cluster_id": ctx.cluster_id,
@@ -174,7 +203,7 @@ async def describe_cluster(ctx: Context, header: RequestHeader, request: Describ
 @handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0)
 async def describe_topic_partitions(ctx: Context, header: RequestHeader,
                                     request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsAnswer:
-    names = sorted({t.name for t in request.topics}) if request.topics else sorted(t.name for t in ctx.topics)
+    names = sorted({t.name for t in request.topics} if request.topics else [OFFSETS, *(t.name for t in ctx.topics)])
     cursor = request.cursor
     if cursor is not None and request.topics and cursor.topic_name not in names:
         return {"throttle_time": 0, "next_cursor": None, "topics": [  # Kafka: the cursor must name a listed topic
@@ -188,7 +217,7 @@ async def describe_topic_partitions(ctx: Context, header: RequestHeader,
     next_cursor: DescribeTopicPartitionsCursorAnswer | None = None
     for name in names:
         topic = ctx.topics.find(name)
-        if topic is None:
+        if topic is None and not is_internal(name):
             answers.append({"error_code": UNKNOWN_TOPIC, "name": name, "topic_id": uuid.UUID(int=0),
                             "is_internal": False, "partitions": [],
                             "topic_authorized_operations": TOPIC_OPERATIONS})
@@ -197,13 +226,15 @@ async def describe_topic_partitions(ctx: Context, header: RequestHeader,
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
-        partitions = _partitions(ctx, topic, replicas)[first:first + room]
+        every = _partitions(ctx, topic, replicas) if topic is not None else _shard_partitions(ctx, replicas)
+        partitions = every[first:first + room]
         room -= len(partitions)
-        answers.append({"error_code": ErrorCode.none, "name": name, "topic_id": topic.resource.uid,
-                        "is_internal": False, "topic_authorized_operations": TOPIC_OPERATIONS,
+        answers.append({"error_code": ErrorCode.none, "name": name,
+                        "topic_id": topic.resource.uid if topic is not None else offsets_topic_id(ctx),
+                        "is_internal": topic is None, "topic_authorized_operations": TOPIC_OPERATIONS,
                         "partitions": [{**p, "eligible_leader_replicas": [], "last_known_elr": []}
                                        for p in partitions]})
-        if first + len(partitions) < topic.partition_count:
+        if first + len(partitions) < len(every):
             next_cursor = {"topic_name": name, "partition_index": first + len(partitions)}
             break
     return {"throttle_time": 0, "topics": answers, "next_cursor": next_cursor}

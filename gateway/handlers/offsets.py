@@ -1,9 +1,12 @@
 """ListOffsets (key 2), OffsetForLeaderEpoch (key 23) and DeleteRecords (key 21).
 
 ListOffsets' special timestamps are taken from the version Kafka takes them (SPECIAL_FROM);
-an older version asking for one is answered UNSUPPORTED_VERSION, as Kafka answers it."""
+an older version asking for one is answered UNSUPPORTED_VERSION, as Kafka answers it. A
+partition a ListOffsets request names twice is answered once, INVALID_REQUEST, as Kafka does."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from kio.schema.delete_records.v2.request import DeleteRecordsPartition, DeleteRecordsRequest
 from kio.schema.errors import ErrorCode
@@ -13,6 +16,7 @@ from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRe
 from ...engine.api import PartitionInfo, TopicPartition, errors
 from ...records.decode import record_times
 from ..context import Context
+from ..internal_topics import READ_REFUSED, WRITE_REFUSED, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     DeleteRecordsAnswer,
@@ -41,9 +45,19 @@ SPECIAL_FROM = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9, EARLIEST_
 
 @handles(ApiKey.LIST_OFFSETS, 1, 11)
 async def list_offsets(ctx: Context, header: RequestHeader, request: ListOffsetsRequest) -> ListOffsetsAnswer:
+    counts = Counter((topic.name, p.partition_index) for topic in request.topics for p in topic.partitions)
+    answered: set[tuple[str, int]] = set()
     topics: list[ListOffsetsTopicAnswer] = []
     for topic in request.topics:
-        partitions = [await _list_one(ctx, topic.name, p, header.api_version) for p in topic.partitions]
+        partitions = []
+        for wanted in topic.partitions:
+            key = (topic.name, wanted.partition_index)
+            if counts[key] == 1:
+                partitions.append(await _list_one(ctx, topic.name, wanted, header.api_version))
+            elif key not in answered:  # as Kafka: a partition asked twice is answered once, INVALID_REQUEST
+                answered.add(key)
+                partitions.append({"partition_index": wanted.partition_index, "error_code": ErrorCode.invalid_request,
+                                   "timestamp": -1, "offset": -1, "leader_epoch": -1})
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}
 
@@ -53,6 +67,8 @@ async def _list_one(ctx: Context, topic: str, wanted: ListOffsetsPartition, vers
                                           "timestamp": -1, "offset": -1, "leader_epoch": -1}
     if wanted.timestamp < EARLIEST and version < SPECIAL_FROM.get(wanted.timestamp, version + 1):
         return answer | {"error_code": ErrorCode.unsupported_version}  # as Kafka: not a timestamp this version has
+    if is_internal(topic):
+        return answer | {"error_code": READ_REFUSED}
     tp = TopicPartition(topic, wanted.partition_index)
     try:
         info = ctx.partitions.info(tp)
@@ -107,6 +123,8 @@ async def offset_for_leader_epoch(ctx: Context, header: RequestHeader,
 def _epoch_one(ctx: Context, topic: str, wanted: OffsetForLeaderPartition) -> OffsetForLeaderEpochEpochEndOffsetAnswer:
     answer: OffsetForLeaderEpochEpochEndOffsetAnswer = {"partition": wanted.partition, "error_code": ErrorCode.none,
                                                         "leader_epoch": -1, "end_offset": -1}
+    if is_internal(topic):
+        return answer | {"error_code": READ_REFUSED}
     tp = TopicPartition(topic, wanted.partition)
     try:
         code = epoch_error(wanted.current_leader_epoch, ctx.partitions.info(tp).session)
@@ -130,6 +148,8 @@ async def delete_records(ctx: Context, header: RequestHeader, request: DeleteRec
 async def _delete_one(ctx: Context, topic: str, wanted: DeleteRecordsPartition) -> DeleteRecordsPartitionResultAnswer:
     answer: DeleteRecordsPartitionResultAnswer = {"partition_index": wanted.partition_index, "low_watermark": -1,
                                                   "error_code": ErrorCode.none}
+    if is_internal(topic):
+        return answer | {"error_code": WRITE_REFUSED}
     tp = TopicPartition(topic, wanted.partition_index)
     try:
         ctx.partitions.info(tp)  # an unknown partition is named before a bad offset

@@ -36,6 +36,7 @@ from ...records.errors import InvalidBatch, Reason
 from ...records.header import BatchHeader, parse_header, stamp_log_append_time
 from ...records.validate import validate_produced
 from ..context import Context
+from ..internal_topics import WRITE_REFUSED, internal_by_id, is_internal
 from ..mapping import batch_code, error_code
 from ..ordering import next_request_may_start
 from ..protocol.answers import (
@@ -64,13 +65,13 @@ async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) 
     timeout_s = _answer_within(max(millis(request.timeout), 0) / 1000)
     throttled_ms = 0
     if request.acks not in ACKS_ALLOWED:
-        responses = _all_failed(request, ErrorCode.invalid_required_acks, f"acks={request.acks} is not 0, 1 or -1")
+        responses = _all_failed(request, ErrorCode.invalid_required_acks)
     else:
         started = time.monotonic()
         room = await _room(ctx, request.acks, timeout_s)
         throttled_ms = int((time.monotonic() - started) * 1000)
         if not room:
-            responses = _all_failed(request, ErrorCode.request_timed_out, "the broker's memory is full; retry later")
+            responses = _all_failed(request, ErrorCode.request_timed_out)  # memory full
         else:
             if ctx.settings.auto_create_topics:
                 await _create_missing(ctx, request)
@@ -125,12 +126,12 @@ def _name_by_id(ctx: Context, request: ProduceRequest) -> None:
     for topic_data in request.topic_data:
         if topic_data.topic_id is not None:
             topic = ctx.topics.by_id(topic_data.topic_id)
-            topic_data.name = topic.name if topic is not None else ""
+            topic_data.name = topic.name if topic is not None else internal_by_id(ctx, topic_data.topic_id) or ""
 
 
-def _all_failed(request: ProduceRequest, code: ErrorCode, message: str) -> list[TopicProduceAnswer]:
+def _all_failed(request: ProduceRequest, code: ErrorCode) -> list[TopicProduceAnswer]:
     return [{"name": topic.name, "topic_id": topic.topic_id,
-             "partition_responses": [_failure(p.index, code, message) for p in topic.partition_data]}
+             "partition_responses": [_failure(p.index, code) for p in topic.partition_data]}
             for topic in request.topic_data]
 
 
@@ -141,12 +142,12 @@ def _topic(ctx: Context, request: ProduceRequest, topic_data: TopicData,
     for partition_data in topic_data.partition_data:
         if topic is not None:
             answers.append(_append(ctx, request, topic, partition_data, waits))
+        elif is_internal(topic_data.name):
+            answers.append(_failure(partition_data.index, WRITE_REFUSED))
         elif topic_data.topic_id is not None:
-            answers.append(_failure(partition_data.index, ErrorCode.unknown_topic_id,
-                                    f"no topic has id {topic_data.topic_id}"))
+            answers.append(_failure(partition_data.index, ErrorCode.unknown_topic_id))
         else:
-            answers.append(_failure(partition_data.index, ErrorCode.unknown_topic_or_partition,
-                                    f"topic {topic_data.name!r} does not exist"))
+            answers.append(_failure(partition_data.index, ErrorCode.unknown_topic_or_partition))
     return {"name": topic_data.name, "topic_id": topic_data.topic_id, "partition_responses": answers}
 
 
@@ -183,7 +184,7 @@ def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data:
     except InvalidBatch as invalid:
         return _failure(index, batch_code(invalid), str(invalid))
     except errors.EngineError as error:
-        failure = _failure(index, error_code(error), str(error))
+        failure = _failure(index, error_code(error))
         if failure["error_code"] == ErrorCode.not_leader_or_follower:
             _point_to_leader(ctx, tp, failure)
         return failure
@@ -261,6 +262,7 @@ def _rejected(errors: list[ProduceBatchIndexAndErrorMessageAnswer]) -> str:
             f"showing the first three errors at most: [{shown}]")
 
 
-def _failure(index: int, code: ErrorCode, message: str) -> PartitionProduceAnswer:
+def _failure(index: int, code: ErrorCode, message: str | None = None) -> PartitionProduceAnswer:
+    """A partition's refusal; as Kafka, only a refused batch's records get a message."""
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time": -1,
             "log_start_offset": -1, "error_message": message}

@@ -27,6 +27,7 @@ from kio.schema.errors import ErrorCode
 
 from ...engine.api import TopicPartition, errors
 from ..context import Context
+from ..internal_topics import CHANGE_MESSAGE, WRITE_REFUSED, internal_by_id, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     CreatePartitionsAnswer,
@@ -145,7 +146,7 @@ def _assigned(wanted: CreatableTopic, alive: set[int]) -> tuple[int, list[int]]:
 
 def _created_error(name: str, code: ErrorCode, message: str) -> CreatedAnswer:
     return {"name": name, "error_code": code, "error_message": message, "num_partitions": -1,
-            "replication_factor": -1, "configs": None}
+            "replication_factor": -1, "configs": []}
 
 
 @handles(ApiKey.DELETE_TOPICS, 1, 6)
@@ -162,11 +163,16 @@ async def delete_topics(ctx: Context, header: RequestHeader, request: DeleteTopi
 async def _delete_one(ctx: Context, name: str | None, uid: uuid.UUID | None,
                       deadline: float) -> DeleteTopicsDeletableTopicResultAnswer:
     if name is None:
+        name = internal_by_id(ctx, uid)
+    if name is None:
         found = ctx.topics.by_id(uid) if uid is not None else None
         if found is None:
             return {"name": None, "topic_id": uid or uuid.UUID(int=0), "error_code": ErrorCode.unknown_topic_id,
                     "error_message": f"no topic has id {uid}"}
         name = found.name
+    if is_internal(name):
+        return {"name": name, "topic_id": uid or uuid.UUID(int=0), "error_code": WRITE_REFUSED,
+                "error_message": CHANGE_MESSAGE}
     try:
         topic = await within(ctx.topics.delete(name), _left(deadline))
     except errors.EngineError as error:
@@ -188,8 +194,12 @@ async def create_partitions(ctx: Context, header: RequestHeader,
 
 async def _grow_one(ctx: Context, wanted: CreatePartitionsTopic, validate_only: bool,
                     deadline: float) -> CreatePartitionsTopicResultAnswer:
+    if is_internal(wanted.name):
+        return {"name": wanted.name, "error_code": WRITE_REFUSED, "error_message": CHANGE_MESSAGE}
     try:
         await within(ctx.topics.grow(wanted.name, wanted.count, validate_only), _left(deadline))
+    except errors.UnknownTopic as error:  # Kafka names no message for it
+        return {"name": wanted.name, "error_code": error_code(error), "error_message": None}
     except errors.EngineError as error:
         return {"name": wanted.name, "error_code": error_code(error), "error_message": str(error)}
     except TimeoutError:

@@ -109,7 +109,7 @@ def test_overrides_read_back_under_kafkas_names_through_the_catalog() -> None:
 def test_described_sources_and_synonyms_run_from_the_topic_to_kafkas_default() -> None:
     defaults = TopicConfig(segment_bytes=1 << 21)  # a broker setting that differs from Kafka's default
     topic = _topic({"retention.bytes": "4096", "flush.ms": "10"}, defaults)
-    entries = {d.config.name: d for d in described(topic, defaults, None)}
+    entries = {d.config.name: d for d in described(kafka_overrides(topic), defaults, None)}
     assert set(entries) == {config.name for config in CONFIGS}
     assert (entries["retention.bytes"].value, entries["retention.bytes"].source) == ("4096", TOPIC)
     assert [(s["name"], s["value"], s["source"]) for s in entries["retention.bytes"].synonyms] == [

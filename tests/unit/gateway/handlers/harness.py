@@ -103,4 +103,5 @@ class Broker:
         return self.call(LIST_OFFSETS, 7, body).topics[0].partitions[0]
 
     def topic_names(self) -> set[str]:
-        return {t.name for t in self.call(METADATA, 12, {"topics": None}).topics}
+        """The topics Metadata lists, less the internal __consumer_offsets."""
+        return {t.name for t in self.call(METADATA, 12, {"topics": None}).topics if not t.is_internal}

@@ -50,10 +50,14 @@ def test_unknown_partition_and_leader_epochs(broker: Broker) -> None:
     filled(broker)
     assert broker.list_offset("t", 1, LATEST).error_code == 3
     assert broker.list_offset("ghost", 0, LATEST).error_code == 3
-    body = {"replica_id": -1, "topics": [{"name": "t", "partitions": [
-        {"partition_index": 0, "timestamp": LATEST, "current_leader_epoch": epoch} for epoch in (0, 7)]}]}
-    answer = broker.call(LIST_OFFSETS, 7, body).topics[0].partitions
-    assert [(p.error_code, p.offset) for p in answer] == [(0, 5), (75, -1)]  # 75: UNKNOWN_LEADER_EPOCH
+    answers = [broker.call(LIST_OFFSETS, 7, {"replica_id": -1, "topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "timestamp": LATEST, "current_leader_epoch": epoch}]}]}).topics[0].partitions[0]
+        for epoch in (0, 7)]
+    assert [(p.error_code, p.offset) for p in answers] == [(0, 5), (75, -1)]  # 75: UNKNOWN_LEADER_EPOCH
+    twice = {"replica_id": -1, "topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "timestamp": LATEST, "current_leader_epoch": -1}] * 2}]}
+    assert [(p.partition_index, p.error_code) for p in broker.call(LIST_OFFSETS, 7, twice).topics[0].partitions] == [
+        (0, 42)]  # as Kafka: a partition asked twice is answered once, INVALID_REQUEST
 
 
 def epoch_end(broker: Broker, partition: int, leader_epoch: int, current: int = -1) -> tuple[int, int, int]:
