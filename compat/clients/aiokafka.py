@@ -18,7 +18,7 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.structs import TopicPartition
 
-from .base import Record, Unsupported
+from .base import CONFIG_SOURCES, Record, Unsupported
 from .errors import NONE, client_error, errno_name, kafka_error_name
 
 REQUEST_TIMEOUT_MS = 30_000
@@ -164,6 +164,22 @@ class AiokafkaDriver:
                 if resource_answer[0]:
                     return kafka_error_name(resource_answer[0])
         return error
+
+    def describe_broker(self) -> dict[str, Any]:
+        error, cluster = self._call(self._admin.describe_cluster())
+        if error != NONE:
+            return {"error": error, "broker": -1, "configs": {}}
+        broker = min(node["node_id"] for node in cluster["brokers"])
+        error, responses = self._call(self._admin.describe_configs(
+            [ConfigResource(ConfigResourceType.BROKER, str(broker))]))
+        configs: dict[str, list[Any]] = {}
+        for response in responses or []:
+            for resource in response.resources:
+                if resource[0]:
+                    error = kafka_error_name(resource[0])
+                for entry in resource[4]:  # name, value, read_only, source, ...
+                    configs[entry[0]] = [entry[1], CONFIG_SOURCES.get(entry[3], "UNKNOWN"), entry[2]]
+        return {"error": error, "broker": broker, "configs": configs}
 
     def delete_records(self, topic: str, partition: int, before_offset: int) -> dict[str, Any]:
         tp = TopicPartition(topic, partition)

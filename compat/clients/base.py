@@ -25,6 +25,10 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 Record = dict[str, Any]
+# DescribeConfigs' config_source codes by the names Kafka's Java client gives them.
+CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+                  3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+                  6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
 
 
 class Unsupported(Exception):
@@ -43,6 +47,11 @@ class Driver(Protocol):
         where configs are the topic's non-default (overridden) configs."""
         ...
     def alter_topic_config(self, topic: str, name: str, value: str) -> str: ...
+    def describe_broker(self) -> dict[str, Any]:
+        """The configs of the broker with the lowest id: {"error": name, "broker": id,
+        "configs": {name: [value, source, read_only]}}, every config, source as in
+        CONFIG_SOURCES."""
+        ...
     def delete_records(self, topic: str, partition: int, before_offset: int) -> dict[str, Any]:
         """{"error": name, "low_watermark": int}"""
         ...

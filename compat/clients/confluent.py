@@ -36,7 +36,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from .base import Record, Unsupported
+from .base import CONFIG_SOURCES, Record, Unsupported
 from .errors import NONE, client_error, kafka_error_name
 
 ADMIN_TIMEOUT_S = 30.0
@@ -179,6 +179,15 @@ class ConfluentDriver:
         resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
         error, _ = self._one(self._admin.incremental_alter_configs([resource], request_timeout=ADMIN_TIMEOUT_S))
         return error
+
+    def describe_broker(self) -> dict[str, Any]:
+        brokers = self._admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers
+        broker = min(brokers)
+        error, configs = self._one(self._admin.describe_configs(
+            [ConfigResource(ResourceType.BROKER, str(broker))], request_timeout=ADMIN_TIMEOUT_S))
+        return {"error": error, "broker": broker, "configs": {
+            name: [entry.value, CONFIG_SOURCES.get(entry.source, "UNKNOWN"), entry.is_read_only]
+            for name, entry in (configs or {}).items()}}
 
     def delete_records(self, topic: str, partition: int, before_offset: int) -> dict[str, Any]:
         error, deleted = self._one(self._admin.delete_records(

@@ -275,6 +275,9 @@ class JavaDriver:
     def alter_topic_config(self, topic: str, name: str, value: str) -> str:
         return self._call("alter_topic_config", {"topic": topic, "name": name, "value": value})
 
+    def describe_broker(self) -> dict[str, Any]:
+        return self._call("describe_broker", {})
+
     def delete_records(self, topic: str, partition: int, before_offset: int) -> dict[str, Any]:
         return self._call("delete_records", {"topic": topic, "partition": partition, "before_offset": before_offset})
 

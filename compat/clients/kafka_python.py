@@ -199,6 +199,17 @@ class KafkaPythonDriver:
             return kafka_error_name(int(refused.group(1)))
         return error if result == "OK" else result
 
+    def describe_broker(self) -> dict[str, Any]:
+        error, cluster = self._call(self._admin.describe_cluster)
+        if error != NONE:
+            return {"error": error, "broker": -1, "configs": {}}
+        broker = min(node["broker_id"] for node in cluster["brokers"])  # DescribeCluster's name for it
+        error, answer = self._call(self._admin.describe_configs,
+                                   [ConfigResource(ConfigResourceType.BROKER, str(broker))], config_filter="all")
+        entries = (answer or {}).get("broker", {}).get(str(broker), {})
+        return {"error": error, "broker": broker, "configs": {
+            name: [entry["value"], entry["config_source"], entry["read_only"]] for name, entry in entries.items()}}
+
     def delete_records(self, topic: str, partition: int, before_offset: int) -> dict[str, Any]:
         tp = TopicPartition(topic, partition)
         error, answer = self._call(self._admin.delete_records, {tp: before_offset}, timeout_ms=REQUEST_TIMEOUT_MS)

@@ -1,8 +1,10 @@
 """Topic config scenarios: set, describe, alter and bad values; compression.type
-recompressing what producers send; log compaction (latest value per key, tombstones)."""
+recompressing what producers send; log compaction (latest value per key, tombstones); a
+broker's configs under Kafka's names."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -79,8 +81,38 @@ def compaction(driver: Driver, ctx: Context) -> dict[str, Any]:
     return {"keys": len(got), "tombstones": sum(r["value"] is None for r in got)}
 
 
+# A broker's configs every admin tool expects, with how Kafka flags each: (name, read-only).
+BROKER_CONFIGS = (("broker.id", True), ("node.id", True), ("log.dirs", True), ("listeners", False),
+                  ("advertised.listeners", True), ("num.partitions", True), ("auto.create.topics.enable", True),
+                  ("log.retention.hours", True), ("log.retention.ms", False), ("log.segment.bytes", False),
+                  ("message.max.bytes", False), ("log.cleanup.policy", False),
+                  ("log.cleaner.delete.retention.ms", False), ("log.cleaner.min.cleanable.ratio", False))
+LISTENER = re.compile(r"[A-Z_]+://[^,:]+:[0-9]+(,[A-Z_]+://[^,:]+:[0-9]+)*")
+
+
+def broker_configs(driver: Driver, ctx: Context) -> dict[str, Any]:
+    """a broker's configs: Kafka's names, read-only flags and value shapes; no mutation."""
+    described = driver.describe_broker()
+    expect_equal(described["error"], NONE, "describe the broker's configs")
+    configs = described["configs"]
+    missing = [name for name, _ in BROKER_CONFIGS if name not in configs]
+    expect(not missing, f"broker configs missing: {missing}")
+    flags = {name: configs[name][2] for name, _ in BROKER_CONFIGS}
+    expect_equal(flags, dict(BROKER_CONFIGS), "read-only flags")
+    expect_equal(configs["broker.id"][0], str(described["broker"]), "broker.id")
+    expect(LISTENER.fullmatch(configs["advertised.listeners"][0] or "") is not None,
+           f"advertised.listeners is not a listener list: {configs['advertised.listeners'][0]!r}")
+    for name in ("num.partitions", "log.segment.bytes", "message.max.bytes", "log.retention.hours"):
+        expect((configs[name][0] or "").isdigit(), f"{name} is not a number: {configs[name][0]!r}")
+    expect(configs["auto.create.topics.enable"][0] in ("true", "false"), "auto.create.topics.enable is not a boolean")
+    # how many configs and their sources depend on each broker's settings: volatile ("_")
+    return {"read_only": flags, "_configs": len(configs),
+            "_sources": {name: configs[name][1] for name, _ in BROKER_CONFIGS}}
+
+
 def _keyed(key: str, value: str | None) -> Record:
     return {"key": key, "value": value, "headers": [], "timestamp": None, "partition": 0}
 
 
-SCENARIOS: list[Callable[[Driver, Context], dict[str, Any]]] = [topic_configs, recompression, compaction]
+SCENARIOS: list[Callable[[Driver, Context], dict[str, Any]]] = [topic_configs, recompression, compaction,
+                                                                broker_configs]

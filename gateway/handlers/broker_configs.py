@@ -29,10 +29,11 @@ from ..topic_configs import BY_ENGINE, Layers
 from .metadata import address
 
 STATIC, DEFAULT = 4, 5  # Kafka's ConfigSource.STATIC_BROKER_CONFIG, DEFAULT_CONFIG
-UNKNOWN, BOOLEAN, STRING, INT, LONG, LIST = 0, 1, 2, 3, 5, 7  # Kafka's ConfigType (DescribeConfigs v3+)
+UNKNOWN, BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 0, 1, 2, 3, 5, 6, 7  # Kafka's ConfigType (DescribeConfigs v3+)
 DEFAULT_REPLICATION_FACTOR = "1"
 MIN_IN_SYNC_REPLICAS = "1"  # every partition has one copy in the store, always "in sync"
 MS_PER_MINUTE = 60_000
+MS_PER_HOUR = 3_600_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,12 @@ def _topic_default(engine_name: str) -> Callable[[Context, NodeIdentity], str | 
     """A static default of topics, in Kafka's spelling (retention, segment size, ...)."""
     spec = BY_ENGINE[engine_name]
     return lambda ctx, _node: spec.to_kafka(getattr(ctx.topics.static_defaults, engine_name))
+
+
+def _retention_hours(ctx: Context, _node: NodeIdentity) -> str:
+    """Kafka's coarsest retention setting, as the hours the topics' default retention spans."""
+    retention_ms = ctx.topics.static_defaults.retention_ms
+    return str(retention_ms // MS_PER_HOUR if retention_ms >= 0 else -1)
 
 
 def _listener(ctx: Context, node: NodeIdentity) -> str:
@@ -78,9 +85,16 @@ BROKER_CONFIGS: tuple[BrokerConfig, ...] = (
     BrokerConfig("default.replication.factor", INT, True, "1", lambda _ctx, _node: DEFAULT_REPLICATION_FACTOR),
     BrokerConfig("min.insync.replicas", INT, False, "1", lambda _ctx, _node: MIN_IN_SYNC_REPLICAS),
     BrokerConfig("log.retention.ms", LONG, False, "604800000", _topic_default("retention_ms")),
+    BrokerConfig("log.retention.hours", INT, True, "168", _retention_hours),
     BrokerConfig("log.retention.bytes", LONG, False, "-1", _topic_default("retention_bytes")),
     BrokerConfig("log.segment.bytes", INT, False, "1073741824", _topic_default("segment_bytes")),
     BrokerConfig("log.roll.ms", LONG, False, "604800000", _topic_default("segment_ms")),
+    BrokerConfig("log.roll.jitter.ms", LONG, False, "0", _topic_default("segment_jitter_ms")),
+    BrokerConfig("log.cleaner.delete.retention.ms", LONG, False, "86400000", _topic_default("delete_retention_ms")),
+    BrokerConfig("log.cleaner.min.compaction.lag.ms", LONG, False, "0", _topic_default("min_compaction_lag_ms")),
+    BrokerConfig("log.cleaner.max.compaction.lag.ms", LONG, False, "9223372036854775807",
+                 _topic_default("max_compaction_lag_ms")),
+    BrokerConfig("log.cleaner.min.cleanable.ratio", DOUBLE, False, "0.5", _topic_default("min_cleanable_ratio")),
     BrokerConfig("log.cleanup.policy", LIST, False, "delete", _topic_default("cleanup_policy")),
     BrokerConfig("log.message.timestamp.type", STRING, False, "CreateTime", _topic_default("timestamp_type")),
     BrokerConfig("message.max.bytes", INT, False, "1048588", _topic_default("max_batch_bytes")),

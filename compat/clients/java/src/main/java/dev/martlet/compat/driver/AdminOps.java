@@ -1,6 +1,7 @@
 package dev.martlet.compat.driver;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,6 +24,7 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigResource;
@@ -124,6 +126,30 @@ final class AdminOps implements AutoCloseable {
         ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, a.str("topic"));
         AlterConfigOp op = new AlterConfigOp(new ConfigEntry(a.str("name"), a.str("value")), AlterConfigOp.OpType.SET);
         return errorOf(() -> get(admin().incrementalAlterConfigs(Map.of(resource, List.of(op))).all()));
+    }
+
+    /** Every config of the broker with the lowest id: {error, broker, configs: {name: [value, source, read_only]}}. */
+    Map<String, Object> describeBroker() {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("error", "NONE");
+        out.put("broker", -1);
+        Map<String, List<Object>> configs = new TreeMap<>();
+        out.put("configs", configs);
+        try {
+            int broker = Integer.MAX_VALUE;
+            for (Node node : get(admin().describeCluster().nodes())) {
+                broker = Math.min(broker, node.id());
+            }
+            out.put("broker", broker);
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.BROKER, Integer.toString(broker));
+            Config config = get(admin().describeConfigs(List.of(resource)).all()).get(resource);
+            for (ConfigEntry entry : config.entries()) {
+                configs.put(entry.name(), Arrays.asList(entry.value(), entry.source().name(), entry.isReadOnly()));
+            }
+        } catch (Exception e) {
+            out.put("error", ErrorNames.of(e));
+        }
+        return out;
     }
 
     Map<String, Object> deleteRecords(Args a) {

@@ -101,6 +101,8 @@ public final class Driver {
                 return admin.describeTopic(a);
             case "alter_topic_config":
                 return admin.alterTopicConfig(a);
+            case "describe_broker":
+                return admin.describeBroker();
             case "delete_records":
                 return admin.deleteRecords(a);
             case "api_versions":
