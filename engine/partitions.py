@@ -264,18 +264,19 @@ class Partitions:
         """Reader thread."""
         return sum(partition.apply_retention() for partition in self.opened())
 
-    async def compact(self) -> int:
-        """One compaction pass over every compacted log that is due one, on a reader thread;
-        returns how many segments were rewritten. A partition whose log changed forgets the
-        persisted batches it held in memory, so reads go to the compacted segments."""
-        cleaned = await self._off_loop(self._compact_now)
+    async def compact(self, map_bytes: int) -> int:
+        """One compaction pass over every compacted log that is due one, on a reader thread,
+        each mapping keys in at most `map_bytes`; returns how many segments were rewritten. A
+        partition whose log changed forgets the persisted batches it held in memory, so reads
+        go to the compacted segments."""
+        cleaned = await self._off_loop(self._compact_now, map_bytes)
         for partition in cleaned:
             self.pool.drop(partition.tail)
         return sum(cleaned.values())
 
-    def _compact_now(self) -> dict[Partition, int]:
+    def _compact_now(self, map_bytes: int) -> dict[Partition, int]:
         """Reader thread."""
-        swapped = {partition: partition.compact() for partition in self.opened()}
+        swapped = {partition: partition.compact(map_bytes) for partition in self.opened()}
         return {partition: count for partition, count in swapped.items() if count}
 
     def shutdown(self) -> None:

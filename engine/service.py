@@ -171,7 +171,7 @@ class Engine:
         while True:
             await asyncio.sleep(self.settings.compaction_check_ms / 1000)
             try:
-                cleaned = await self.partitions.compact()
+                cleaned = await self.partitions.compact(self.settings.compaction_map_bytes)
             except OSError as error:  # the store is down: the next round tries again
                 logger.warning("log compaction failed, retrying in %d ms: %s", self.settings.compaction_check_ms, error)
                 continue

@@ -16,6 +16,7 @@ class EngineSettings:
     index_interval_bytes: int = 4096
     retention_check_ms: int = 300_000
     compaction_check_ms: int = 15_000           # how often compacted logs are checked for a pass (Kafka log.cleaner.backoff.ms)
+    compaction_map_bytes: int = 128 << 20       # the key map of one compaction pass (Kafka log.cleaner.dedupe.buffer.size)
     topic_partitions_max: int = 10_000
     groups: GroupLimits = field(default_factory=GroupLimits)
     offsets_retention_ms: int = 604_800_000     # Kafka offsets.retention.minutes = 7 days

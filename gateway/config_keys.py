@@ -34,6 +34,7 @@ ENGINE_NOTES = {
     "index_interval_bytes": "bytes of batches between two sparse index entries",
     "retention_check_ms": "how often retention and offset expiry run",
     "compaction_check_ms": "how often compacted logs are checked for a pass (Kafka's log.cleaner.backoff.ms)",
+    "compaction_map_bytes": "memory one compaction pass maps keys in; a larger log takes several passes",
     "topic_partitions_max": "the most partitions one topic may have",
     "offsets_retention_ms": "committed offsets of empty groups expire after this (Kafka's offsets.retention.minutes)",
     "offsets_shards": "shards of committed offsets and group records; fixed when a data dir is first used",

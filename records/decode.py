@@ -53,6 +53,31 @@ def decode_records(batch: Buffer) -> Iterator[Record]:
         yield record
 
 
+def record_keys(batch: Buffer) -> Iterator[tuple[int, bytes | None, bool]]:
+    """(offset, key, whether the value is null) of every record in the batch: what log
+    compaction reads, without copying values or reading headers."""
+    header = parse_header(batch)
+    if header.size > len(batch):
+        raise InvalidBatch(Reason.TRUNCATED, f"batch of {header.size} bytes, {len(batch)} given")
+    body = decompress(header.compression, bytes(batch[HEADER_BYTES : header.size]))
+    base, size, pos = header.base_offset, len(body), 0
+    for _ in range(header.record_count):
+        length, pos = read_varint(body, pos)
+        end = pos + length
+        if length < 0 or end > size:
+            raise InvalidBatch(Reason.MALFORMED_RECORDS, f"record of {length} bytes at {pos} overruns the batch")
+        at = pos + 1  # after the attributes: the timestamp delta, skipped
+        while at < end and body[at] & 0x80:
+            at += 1
+        delta, at = read_varint(body, at + 1)
+        key, at = _bytes(body, at, end)
+        value_length, at = read_varint(body, at)
+        if at + max(value_length, 0) > end:
+            raise InvalidBatch(Reason.MALFORMED_RECORDS, f"a value of {value_length} bytes at {at} overruns its record")
+        yield base + delta, key, value_length < 0
+        pos = end
+
+
 def record_times(batch: Buffer) -> Iterator[tuple[int, int]]:
     """(offset, timestamp) of every record in the batch."""
     header = parse_header(batch)

@@ -22,20 +22,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ...records.build import retained
-from ...records.decode import decode_records
+from ...records.decode import decode_records, record_keys
 from ...records.header import Buffer, parse_header
+
+MAP_ENTRY_BYTES = 110  # what a mapped key costs beyond its bytes: the bytes object, the offset, the dict slot
 
 
 def latest_offsets(batches: Iterable[Buffer], latest: dict[bytes, int] | None = None) -> dict[bytes, int]:
     """Each key's latest offset in `batches` (in log order), added to `latest` if given."""
     found: dict[bytes, int] = {} if latest is None else latest
     for batch in batches:
-        if parse_header(batch).is_control:
-            continue
-        for record in decode_records(batch):
-            if record.key is not None:
-                found[record.key] = record.offset
+        map_batch(batch, found)
     return found
+
+
+def map_batch(batch: Buffer, latest: dict[bytes, int]) -> int:
+    """Record each key's offset in `batch` in `latest`; returns the bytes the map grew by
+    (about: MAP_ENTRY_BYTES and the key's length per new key)."""
+    if parse_header(batch).is_control:
+        return 0
+    before = len(latest)
+    added = 0
+    for offset, key, _tombstone in record_keys(batch):
+        if key is not None:
+            if key not in latest:
+                added += len(key)
+            latest[key] = offset
+    return added + (len(latest) - before) * MAP_ENTRY_BYTES
 
 
 def last_batches(batches: Iterable[Buffer], last: dict[int, int] | None = None) -> dict[int, int]:
@@ -55,15 +68,16 @@ def clean_batch(batch: Buffer, latest: Mapping[bytes, int], now_ms: int, delete_
     header = parse_header(batch)
     if header.is_control:
         return batch
-    records = list(decode_records(batch))
     horizon = header.delete_horizon
     expired = horizon is not None and now_ms >= horizon
-    kept = [r for r in records
-            if r.key is not None and latest.get(r.key, r.offset) <= r.offset and not (r.value is None and expired)]
-    tombstones = any(r.value is None for r in kept)
+    scanned = list(record_keys(batch))  # keys only, no values: most batches stay as they are
+    keeps = [key is not None and latest.get(key, offset) <= offset and not (tombstone and expired)
+             for offset, key, tombstone in scanned]
+    tombstones = any(keep and tombstone for keep, (_, _, tombstone) in zip(keeps, scanned, strict=True))
     new_horizon = (horizon if horizon is not None else now_ms + delete_retention_ms) if tombstones else None
-    if len(kept) == len(records) and new_horizon == horizon:
+    if all(keeps) and new_horizon == horizon:
         return batch
-    if not kept and producers_last.get(header.producer_id) != header.base_offset:
+    if not any(keeps) and producers_last.get(header.producer_id) != header.base_offset:
         return None
+    kept = [record for record, keep in zip(decode_records(batch), keeps, strict=True) if keep]
     return retained(header, kept, new_horizon)

@@ -9,11 +9,14 @@ Only sealed segments are cleaned; the active one takes appends. A pass (`plan`, 
    least min.cleanable.dirty.ratio of the sealed bytes, or when the oldest dirty segment is
    older than max.compaction.lag.ms;
 2. rewrite, without the lock (sealed segments never change; retention may delete one, which
-   ends the pass): map each key's latest offset over the dirty segments (at most
-   `MAP_KEYS_MAX` keys: a larger log is cleaned in several passes, as Kafka's bounded dedupe
-   buffer does), then rewrite every sealed segment up to the last mapped one with cleaner.py's
-   rules into `<base>.cleaned`, synced. A segment's last batch always stays (empty if need be),
-   so a segment still ends where the next begins;
+   ends the pass): map each key's latest offset over the dirty segments, batch by batch, until
+   the map holds `map_bytes` (the engine's compaction_map_bytes, Kafka's
+   log.cleaner.dedupe.buffer.size: a larger log is cleaned in several passes, and a pass may
+   stop inside a segment), then rewrite every sealed segment up to the last mapped offset with
+   cleaner.py's rules into `<base>.cleaned`, streamed (a batch at a time: memory holds the
+   map and about a megabyte of reads) and synced. A segment's last batch always stays (empty
+   if need be), so a segment still ends where the next begins; a segment where nothing
+   changed is not rewritten (its `.cleaned` file is deleted);
 3. swap, under the lock, per rewritten segment: delete its two index files, rename the
    cleaned file over the log (atomic on every store), write the new indexes, and serve the new
    segment. A crash at any step leaves either segment whole, and recovery rebuilds missing
@@ -30,12 +33,11 @@ from ...records.build import retained
 from ...records.header import Buffer, iter_batches, parse_header
 from ..store import Store, join
 from ..store.atomic import write_atomically
-from .cleaner import clean_batch, latest_offsets
+from .cleaner import clean_batch, map_batch
 from .config import LogConfig
 from .files import CLEANED_SUFFIX, CLEANER_OFFSET_FILE, offset_file
 from .segment import Segment
 
-MAP_KEYS_MAX = 4_000_000  # keys one pass maps (about 400 MB of dict at most; Kafka's buffer: 128 MB of hashes)
 READ_BYTES = 1 << 20  # how much of a segment a pass reads at a time
 CLEANER_OFFSET_BYTES_MAX = 32
 
@@ -46,6 +48,7 @@ class Plan:
 
     segments: tuple[Segment, ...]
     dirty_from: int  # index in `segments` of the first dirty one
+    cleaner_offset: int  # where mapping starts: a pass that stopped inside a segment goes on there
 
 
 @dataclass
@@ -69,7 +72,7 @@ def plan(segments: list[Segment], cleaner_offset: int, config: LogConfig, now_ms
     overdue = sealed[dirty_from].max_timestamp < now_ms - config.max_compaction_lag_ms
     if total_bytes == 0 or (dirty_bytes / total_bytes < config.min_cleanable_ratio and not overdue):
         return None
-    return Plan(tuple(sealed[:dirty_end]), dirty_from)
+    return Plan(tuple(sealed[:dirty_end]), dirty_from, cleaner_offset)
 
 
 def batches(segment: Segment) -> Iterator[bytes]:
@@ -89,46 +92,62 @@ def batches(segment: Segment) -> Iterator[bytes]:
         position += end
 
 
-def rewrite(work: Plan, producers_last: dict[int, int], config: LogConfig, now_ms: int) -> tuple[list[Rewritten], int]:
+def rewrite(work: Plan, producers_last: dict[int, int], config: LogConfig, now_ms: int,
+            map_bytes: int) -> tuple[list[Rewritten], int]:
     """Clean the planned segments into `.cleaned` files; returns them and the offset the map
     reached (the next pass's cleaner offset)."""
     latest: dict[bytes, int] = {}
-    mapped = work.dirty_from
-    for segment in work.segments[work.dirty_from:]:
-        latest_offsets(batches(segment), latest)
-        mapped += 1
-        if len(latest) >= MAP_KEYS_MAX:
-            break
-    done = [_rewrite_one(segment, latest, producers_last, config, now_ms) for segment in work.segments[:mapped]]
-    return done, work.segments[mapped - 1].next_offset
+    reached = _map(work.segments[work.dirty_from:], work.cleaner_offset, latest, map_bytes)
+    done = [_rewrite_one(segment, latest, producers_last, config, now_ms)
+            for segment in work.segments if segment.base_offset < reached]
+    return done, reached
+
+
+def _map(dirty: tuple[Segment, ...], start: int, latest: dict[bytes, int], map_bytes: int) -> int:
+    """Map keys over `dirty` from offset `start` until the map holds `map_bytes`; the offset
+    after the last mapped batch."""
+    used = 0
+    reached = max(dirty[0].base_offset, start)
+    for segment in dirty:
+        for batch in batches(segment):
+            next_offset = parse_header(batch).next_offset
+            if next_offset <= start:
+                continue  # mapped by the pass before
+            used += map_batch(batch, latest)
+            reached = next_offset
+            if used >= map_bytes:
+                return reached
+    return reached
 
 
 def _rewrite_one(segment: Segment, latest: dict[bytes, int], producers_last: dict[int, int], config: LogConfig,
                  now_ms: int) -> Rewritten:
     store = segment.store
-    out: list[Buffer] = []
-    changed = False
-    for batch in batches(segment):
-        kept: Buffer | None = clean_batch(batch, latest, now_ms, config.delete_retention_ms, producers_last)
-        if kept is None and batch_is_last(segment, batch):
-            kept = retained(parse_header(batch), [])  # a segment still ends where the next begins
-        changed = changed or kept is not batch
-        if kept is not None:
-            out.append(kept)
-    if not changed:
-        return Rewritten(segment, None)
     cleaned = Segment(store, segment.directory, segment.base_offset, segment.config)
     path = cleaned_path(segment)
     target = store.open_append(path)
+    changed = False
     try:
         position = 0
-        for kept_batch in out:
-            target.write(kept_batch)
-            cleaned.track(position, parse_header(kept_batch))
-            position += len(kept_batch)
-        target.sync()
-    finally:
+        for batch in batches(segment):
+            kept: Buffer | None = clean_batch(batch, latest, now_ms, config.delete_retention_ms, producers_last)
+            if kept is None and batch_is_last(segment, batch):
+                kept = retained(parse_header(batch), [])  # a segment still ends where the next begins
+            changed = changed or kept is not batch
+            if kept is not None:
+                target.write(kept)
+                cleaned.track(position, parse_header(kept))
+                position += len(kept)
+        if changed:
+            target.sync()
+    except BaseException:
         target.close()
+        store.delete(path)  # a segment retention deleted meanwhile, a store failure: nothing half-written stays
+        raise
+    target.close()
+    if not changed:
+        store.delete(path)
+        return Rewritten(segment, None)
     cleaned.finish_time_index()
     return Rewritten(segment, cleaned)
 

@@ -309,10 +309,10 @@ class Partition:
         with lock:
             return 0 if self.closed else log.apply_retention()
 
-    def compact(self) -> int:
-        """Worker thread: one compaction pass if the log is due one (engine/log/compaction.py);
-        the lock is held to plan and to swap, not while segments are rewritten. Returns the
-        segments swapped in."""
+    def compact(self, map_bytes: int) -> int:
+        """Worker thread: one compaction pass if the log is due one (engine/log/compaction.py),
+        its key map at most `map_bytes`; the lock is held to plan and to swap, not while
+        segments are rewritten. Returns the segments swapped in."""
         log, lock = self._log_state
         with lock:
             work = None if self.closed else log.compaction_plan()
@@ -320,7 +320,7 @@ class Partition:
                 return 0
             producers = log.producers_last()
         try:
-            done, reached = rewrite(work, producers, log.config, log.now_ms())
+            done, reached = rewrite(work, producers, log.config, log.now_ms(), map_bytes)
         except FileNotFoundError:
             return 0  # retention deleted a segment meanwhile: the next round plans again
         with lock:

@@ -19,6 +19,7 @@ from martlet.records.header import iter_batches, parse_header
 COMPACTED = LogConfig(segment_bytes=600, index_interval_bytes=100, compacted=True, deletes=False,
                       min_cleanable_ratio=0.0, delete_retention_ms=1000)
 NOW = 1_000_000
+MAP_BYTES = 1 << 20  # the key map of one pass
 
 
 def open_log(store: MemoryStore, clock: ManualClock) -> PartitionLog:
@@ -30,11 +31,11 @@ def append(log: PartitionLog, key: bytes, value: bytes | None, stamp: int = NOW)
     return log.append(batch, parse_header(batch))
 
 
-def one_pass(log: PartitionLog) -> int:
+def one_pass(log: PartitionLog, map_bytes: int = MAP_BYTES) -> int:
     work = log.compaction_plan()
     if work is None:
         return 0
-    done, reached = rewrite(work, log.producers_last(), log.config, log.now_ms())
+    done, reached = rewrite(work, log.producers_last(), log.config, log.now_ms(), map_bytes)
     return log.swap_cleaned(done, reached)
 
 
@@ -88,6 +89,32 @@ def test_a_pass_keeps_the_latest_of_each_key_at_its_offset_and_reads_across_gaps
     reopened = open_log(store, clock)
     assert records(reopened) == got
     assert one_pass(reopened) == 0  # nothing dirty is left below the active segment
+
+
+def test_a_map_smaller_than_the_dirty_keys_cleans_in_several_passes_to_the_same_log() -> None:
+    whole_store, small_store = MemoryStore(), MemoryStore()
+    whole, small = open_log(whole_store, ManualClock(NOW)), open_log(small_store, ManualClock(NOW))
+    history(whole)
+    history(small)
+    one_pass(whole)
+    passes = 0
+    while one_pass(small, map_bytes=1) or small.cleaner_offset < whole.cleaner_offset:  # one batch mapped a pass
+        passes += 1
+        assert passes < 100
+    assert passes > 2 and small.cleaner_offset == whole.cleaner_offset
+    assert records(small) == records(whole)
+
+
+def test_a_pass_leaves_no_file_for_a_segment_it_did_not_change() -> None:
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    for i in range(30):
+        append(log, b"k%02d" % i, b"v")  # every key once: nothing to drop
+    log.flush()
+    before = records(log)
+    assert one_pass(log) == 0
+    assert records(log) == before
+    assert not [name for name in store.list("topic-0") if name.endswith(".cleaned")]
 
 
 def test_a_later_pass_drops_tombstones_once_their_horizon_passed() -> None:
