@@ -30,7 +30,9 @@ import functools
 import json
 import os
 import shutil
+import signal
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -113,7 +115,17 @@ def martlet_cluster(brokers: int, zookeeper: str, hdfs_url: str, workdir: Path |
     try:
         yield cluster
     finally:
+        _report_ended(cluster)
         cluster.stop(graceful=False)
+
+
+def _report_ended(cluster: LocalCluster) -> None:
+    """Print the log tail of every process that ended on its own (not by the failover's kill
+    -9) before the bench stopped it: the logs go away with the cluster's temp folder."""
+    for process in [*cluster.admins, *cluster.brokers]:
+        if process.returncode is not None and process.returncode != -signal.SIGKILL:
+            print(f"{process.name} ended with {process.returncode} during the bench; its log ends:\n"
+                  f"{process.log_tail(60)}", file=sys.stderr)
 
 
 def _cluster_target(cluster: LocalCluster) -> Target:
