@@ -128,6 +128,54 @@ def latency_produce(spec: dict[str, Any]) -> dict[str, Any]:
     return {"records": total, "failed": remaining, "seconds": time.perf_counter() - start}
 
 
+def spread_produce(spec: dict[str, Any]) -> dict[str, Any]:
+    """A little traffic to every partition of a topic: `rate` records a second for `seconds`,
+    record i to partition i mod the partition count; each delivery's time from produce to
+    acknowledgement, and the records refused."""
+    producer = Producer({"bootstrap.servers": spec["bootstrap"], **spec["config"]})
+    topic, rate, total, partitions = spec["topic"], spec["rate"], spec["rate"] * spec["seconds"], spec["partitions"]
+    value = bytes(spec["record_bytes"])
+    acked_us: list[float] = []
+    failed: list[str] = []
+
+    def report(error: Any, _message: Any, sent_ns: int) -> None:
+        if error is not None:
+            failed.append(str(error))
+        else:
+            acked_us.append((time.perf_counter_ns() - sent_ns) / 1000)
+
+    _led(producer, topic, partitions)
+    for partition in range(partitions):  # unmeasured: every partition's files exist before the clock starts
+        producer.produce(topic, value, partition=partition)
+    if producer.flush(FLUSH_TIMEOUT_S):
+        raise RuntimeError("the warm-up records were not all delivered")
+    start = time.perf_counter()
+    for seq in range(total):
+        due = start + seq / rate
+        while (pause := due - time.perf_counter()) > 0:
+            producer.poll(min(pause, 0.01))  # paced: wait for the slot, serving reports
+        sent = time.perf_counter_ns()
+        producer.produce(topic, value, partition=seq % partitions,
+                         on_delivery=lambda error, message, sent=sent: report(error, message, sent))
+        producer.poll(0)
+    unsent = producer.flush(FLUSH_TIMEOUT_S)
+    return {"records": total, "failed": len(failed) + unsent, "errors": sorted(set(failed))[:5],
+            "acked_us": acked_us, "seconds": time.perf_counter() - start}
+
+
+def _led(producer: Producer, topic: str, partitions: int) -> None:
+    """Wait until Metadata shows every partition of `topic` with a leader (Kafka elects them
+    a little after it answers CreateTopics)."""
+    deadline = time.perf_counter() + CREATE_TIMEOUT_S
+    while True:
+        listed = producer.list_topics(topic, timeout=30).topics[topic].partitions
+        if len(listed) == partitions and all(p.leader >= 0 for p in listed.values()):
+            return
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{topic} has no leader for some of its {partitions} partitions")
+        time.sleep(0.1)  # polling the broker's metadata, bounded above
+
+
 def latency_consume(spec: dict[str, Any]) -> dict[str, Any]:
     consumer = _assigned_consumer(spec)
     print(json.dumps({"ready": True}), flush=True)
@@ -191,7 +239,7 @@ def _listed(admin: AdminClient, names: list[str]) -> int:
 
 ROLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "produce": produce, "consume": consume, "latency-produce": latency_produce,
-    "latency-consume": latency_consume, "partitions": partitions,
+    "latency-consume": latency_consume, "partitions": partitions, "spread-produce": spread_produce,
 }
 
 

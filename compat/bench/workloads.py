@@ -25,6 +25,7 @@ from .probe import Probe, rss_bytes
 
 LOAD_TIMEOUT_S = 900.0
 ADMIN_TIMEOUT_S = 120.0
+SPREAD_CREATE_TIMEOUT_S = 900.0  # one CreateTopics of 5,000 partitions (on HDFS: minutes of NameNode calls)
 MB = 1_000_000
 
 
@@ -66,11 +67,13 @@ class Scale:
     latency_rate: int = 1000
     partition_topics: int = 100  # 10,000 partitions: topics x 100
     partitions_per_topic: int = 100
+    spread_partitions: int = 5000  # partitions-5k-traffic: one topic, every partition written
+    spread_seconds: int = 60  # ... at one record a second each
     warm_up_bytes: int = 300 * MB  # produced and read back, unmeasured, before round 1
 
 
 QUICK = Scale(produce_bytes=100 * MB, small_records=200_000, latency_seconds=10,
-              partition_topics=10)
+              partition_topics=10, spread_partitions=1000, spread_seconds=20)
 
 
 @dataclass(slots=True)
@@ -124,11 +127,12 @@ def _result(spec: dict[str, Any], lines: list[str], returncode: int | None) -> d
     return result
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict[str, str] | None = None) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict[str, str] | None = None,
+                 timeout_s: float = ADMIN_TIMEOUT_S) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     new = NewTopic(topic, partitions, 1, config=configs or {})
-    future = admin.create_topics([new], request_timeout=ADMIN_TIMEOUT_S)[topic]
-    future.result(timeout=ADMIN_TIMEOUT_S)
+    future = admin.create_topics([new], request_timeout=timeout_s, operation_timeout=timeout_s)[topic]
+    future.result(timeout=timeout_s)
 
 
 def delete_topics(bootstrap: str, prefix: str) -> None:
@@ -367,6 +371,29 @@ def many_partitions(ctx: Context) -> dict[str, float]:
     return metrics
 
 
+def spread_traffic(ctx: Context) -> dict[str, float]:
+    """Every partition of a 5,000-partition topic active at once: a 1 KB record a second to
+    each (acks=all, linger.ms=5) for a minute; acknowledgement latency, the broker's CPU and
+    peak RSS. Any refused record fails the workload."""
+    topic = ctx.topic("spread")
+    partitions = ctx.scale.spread_partitions
+    started = time.perf_counter()
+    create_topic(ctx.endpoint.bootstrap, topic, partitions, timeout_s=SPREAD_CREATE_TIMEOUT_S)
+    created_s = time.perf_counter() - started
+    try:
+        with Probe(ctx.endpoint.pid) as probe:
+            result = run_load({"role": "spread-produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
+                               "partitions": partitions, "rate": partitions, "seconds": ctx.scale.spread_seconds,
+                               "record_bytes": 1000, "config": {"acks": "all", "linger.ms": 5}})
+    finally:
+        delete_topics(ctx.endpoint.bootstrap, topic)
+    if result["failed"]:
+        raise RuntimeError(f"{result['failed']} of {result['records']} records refused: {result['errors']}")
+    samples = sorted(result["acked_us"])
+    return {"p50 ms": percentile(samples, 50) / 1000, "p99 ms": percentile(samples, 99) / 1000,
+            "records/s": result["records"] / result["seconds"], "create s": created_s} | _broker(probe)
+
+
 WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "produce-1k-acks1": _produce("produce-1k-acks1", "1", False),
     "produce-1k-acksall": _produce("produce-1k-acksall", "all", True),
@@ -375,6 +402,7 @@ WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "produce-100b-linger0": small_records,
     "latency-1k": latency,
     "partitions-10k": many_partitions,
+    "partitions-5k-traffic": spread_traffic,
     # the producer sends lz4, the topic stores zstd: the broker recompresses every batch (of
     # incompressible records, so the codecs do their full work)
     "produce-1k-recompress": _produce("produce-1k-recompress", "1", False, codec="lz4",
@@ -392,7 +420,7 @@ def warm_up(ctx: Context) -> None:
     WORKLOADS["consume-1k"](warm)
 
 
-LATE = {"partitions-10k"}  # run after every round of the others (see runner.run)
+LATE = {"partitions-10k", "partitions-5k-traffic"}  # run after every round of the others (see runner.run)
 
 
 def cleanup(ctx: Context) -> None:
