@@ -138,11 +138,13 @@ def spread_produce(spec: dict[str, Any]) -> dict[str, Any]:
     acked_us: list[float] = []
     failed: list[str] = []
 
-    def report(error: Any, _message: Any, sent_ns: int) -> None:
-        if error is not None:
-            failed.append(str(error))
-        else:
-            acked_us.append((time.perf_counter_ns() - sent_ns) / 1000)
+    def reporter(sent_ns: int) -> Callable[[Any, Any], None]:
+        def report(error: Any, _message: Any) -> None:
+            if error is not None:
+                failed.append(str(error))
+            else:
+                acked_us.append((time.perf_counter_ns() - sent_ns) / 1000)
+        return report
 
     _led(producer, topic, partitions)
     for partition in range(partitions):  # unmeasured: every partition's files exist before the clock starts
@@ -154,9 +156,7 @@ def spread_produce(spec: dict[str, Any]) -> dict[str, Any]:
         due = start + seq / rate
         while (pause := due - time.perf_counter()) > 0:
             producer.poll(min(pause, 0.01))  # paced: wait for the slot, serving reports
-        sent = time.perf_counter_ns()
-        producer.produce(topic, value, partition=seq % partitions,
-                         on_delivery=lambda error, message, sent=sent: report(error, message, sent))
+        producer.produce(topic, value, partition=seq % partitions, on_delivery=reporter(time.perf_counter_ns()))
         producer.poll(0)
     unsent = producer.flush(FLUSH_TIMEOUT_S)
     return {"records": total, "failed": len(failed) + unsent, "errors": sorted(set(failed))[:5],
