@@ -121,10 +121,12 @@ def martlet_cluster(brokers: int, zookeeper: str, hdfs_url: str, workdir: Path |
 
 def _report_ended(cluster: LocalCluster) -> None:
     """Print the log tail of every process that ended on its own (not by the failover's kill
-    -9) before the bench stopped it: the logs go away with the cluster's temp folder."""
+    -9) before the bench stopped it: the logs go away with the cluster's temp folder. A kill
+    -9 the bench did not send (the OOM killer, say) is reported too."""
     for process in [*cluster.admins, *cluster.brokers]:
-        if process.returncode is not None and process.returncode != -signal.SIGKILL:
-            print(f"{process.name} ended with {process.returncode} during the bench; its log ends:\n"
+        if process.ended_on_its_own:
+            cause = " (SIGKILL, not sent by the bench)" if process.returncode == -signal.SIGKILL else ""
+            print(f"{process.name} ended with {process.returncode}{cause} during the bench; its log ends:\n"
                   f"{process.log_tail(60)}", file=sys.stderr)
 
 
@@ -162,7 +164,10 @@ def _alternate(plan: ClusterPlan, targets: list[Target]) -> Rows:
             plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<10} settling")
             _settle(targets)
     for target in targets:
-        delete_topics(target.endpoint.bootstrap, "bench-")
+        try:
+            delete_topics(target.endpoint.bootstrap, "bench-")
+        except Exception as error:  # clean-up only, the rounds are measured: say so and go on
+            print(f"warning: deleting the bench topics on {target.endpoint.name} failed: {error}", file=sys.stderr)
     return rows
 
 

@@ -90,10 +90,17 @@ class ClusterProcess(ProcessHandle):
         self.ready_match: re.Match[str] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
+        self.stopped_by_us = False  # the harness sent its current run SIGKILL or a stop
 
     @property
     def name(self) -> str:
         return f"{self.role}-{self.index}"
+
+    @property
+    def ended_on_its_own(self) -> bool:
+        """It ended, and not because the harness killed or stopped it (a crash, the OOM
+        killer, a signal from elsewhere)."""
+        return self.returncode is not None and not self.stopped_by_us
 
     def __repr__(self) -> str:
         state = "alive" if self.alive else f"exited {self.returncode}" if self._proc else "not started"
@@ -112,6 +119,7 @@ class ClusterProcess(ProcessHandle):
                 stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )  # fmt: skip
         self.ready_match = None
+        self.stopped_by_us = False
 
     def wait_ready(self, deadline: float) -> re.Match[str]:
         """Poll this run's part of the log for the ready line, until ``deadline`` (monotonic)."""
@@ -133,6 +141,8 @@ class ClusterProcess(ProcessHandle):
         Nothing is sent once it has ended: its pid may belong to another process by then."""
         if self._proc is None or self._proc.poll() is not None:
             return
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            self.stopped_by_us = True
         signal_group(self._proc, sig)
         if sig == signal.SIGKILL:
             self._proc.wait(timeout=30)
@@ -141,6 +151,8 @@ class ClusterProcess(ProcessHandle):
         """SIGTERM (after SIGCONT, it may be paused), bounded wait, then SIGKILL; the exit code."""
         if self._proc is None:
             return None
+        if self._proc.poll() is None:
+            self.stopped_by_us = True
         end_process(self._proc, timeout_s)
         return self._proc.returncode
 
