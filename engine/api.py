@@ -3,8 +3,8 @@ tools) imports engine names from here and nowhere else (an import-linter contrac
 
 The services are the only doors in: `Topics` (the catalog), `Partitions` (reads and writes
 of partitions, ownership, the durability rule), `Groups` (coordinators and committed
-offsets) and `ProducerIds`. Nothing here hands out a `Partition`, a `PartitionLog` or the
-`Catalog` itself.
+offsets), `Transactions` (the transaction coordinator) and `ProducerIds`. Nothing here
+hands out a `Partition`, a `PartitionLog` or the `Catalog` itself.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ from .settings import EngineSettings
 from .store.base import Store, location
 from .store.local import LocalStore
 from .topics import Topics
+from .transactions.service import Answer as TxnAnswer
+from .transactions.service import RemoteMarkers, Transactions
+from .transactions.types import TxnError, TxnMetadata, TxnState
 from .types import TopicPartition
 
 if TYPE_CHECKING:
@@ -76,6 +79,7 @@ __all__ = [
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GROUP_SEGMENT_BYTES", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
-    "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "admin", "cluster_member", "errors",
+    "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "RemoteMarkers", "Transactions", "TxnAnswer", "TxnError",
+    "TxnMetadata", "TxnState", "admin", "cluster_member", "errors",
     "hdfs_store", "store_location",
 ]

@@ -33,6 +33,11 @@ class StaleProducerEpoch(EngineError):
     """A producer wrote with an epoch older than one already seen for its id."""
 
 
+class TransactionOpen(EngineError):
+    """A producer with an open transaction in the partition wrote a batch outside it (one
+    without the transactional bit)."""
+
+
 class DataDirLocked(EngineError):
     """Another process holds the lock on a data directory."""
 

@@ -46,6 +46,7 @@ class PartitionInfo:
     checkpoint: int  # C: every offset below it is persisted
     end_offset: int  # the next offset to assign
     high_watermark: int  # consumers read below it: C, or end_offset on a topic with visibility "memory"
+    last_stable: int  # read-committed consumers read below it: the first offset of an undecided transaction, or the high watermark
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,7 @@ class Partitions:
     def info(self, tp: TopicPartition) -> PartitionInfo:
         partition = self._get(tp)
         return PartitionInfo(partition.session, partition.start_offset, partition.checkpoint,
-                             partition.end_offset, partition.high_watermark)
+                             partition.end_offset, partition.high_watermark, partition.last_stable)
 
     def session_if_open(self, topic: str, index: int) -> int | None:
         """S of a partition this node has open, else None (Metadata: held elsewhere or not
@@ -148,24 +149,37 @@ class Partitions:
 
     # -- reading data
 
-    async def read(self, tp: TopicPartition, offset: int, max_bytes: int) -> Buffer:
-        """Whole batches below the high watermark from `offset`: memory, else the store
-        (which holds what is below C; above C everything is still in memory)."""
+    async def read(self, tp: TopicPartition, offset: int, max_bytes: int, committed: bool = False) -> Buffer:
+        """Whole batches below the high watermark from `offset` (below the last stable offset
+        if `committed`): memory, else the store (which holds what is below C; above C
+        everything is still in memory)."""
         partition = self._get(tp)
-        data: Buffer | None = partition.read_memory(offset, max_bytes)
+        limit = partition.last_stable if committed else partition.high_watermark
+        data: Buffer | None = partition.read_memory(offset, max_bytes, limit)
         if data is None:
-            data = await self._off_loop(partition.read_stored, offset, max_bytes, partition.checkpoint)
+            data = await self._off_loop(partition.read_stored, offset, max_bytes, min(limit, partition.checkpoint))
         if data:
             self.bytes_out[tp] = self.bytes_out.get(tp, 0) + len(data)
         return data
 
-    async def wait_for_data(self, watched: Iterable[tuple[TopicPartition, int]], timeout_ms: int) -> None:
-        """Return once any watched partition's high watermark passes its offset, or on timeout."""
+    def aborted_transactions(self, tp: TopicPartition, offset: int, data: Buffer) -> list[tuple[int, int]]:
+        """(producer id, first offset) of each aborted transaction a read-committed reader of
+        `data` (what `read` returned from `offset`) must skip: those ending at or after
+        `offset` that begin below the end of `data`. Memory only: the partition keeps them
+        all (engine/partition/transactions.py)."""
+        partition = self._get(tp)
+        found = partition.transactions.overlapping(offset, data, partition.start_offset)
+        return [(entry.producer_id, entry.first_offset) for entry in found]
+
+    async def wait_for_data(self, watched: Iterable[tuple[TopicPartition, int]], timeout_ms: int,
+                            committed: bool = False) -> None:
+        """Return once any watched partition's high watermark (last stable offset if
+        `committed`) passes its offset, or on timeout."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         keys = []
         for tp, offset in watched:
             partition = self._open.get(tp)
-            if partition is None or partition.high_watermark > offset:
+            if partition is None or (partition.last_stable if committed else partition.high_watermark) > offset:
                 return
             keys.append(tp)
             self._waiters.setdefault(tp, set()).add(future)

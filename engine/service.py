@@ -29,6 +29,8 @@ from .store.atomic import read_whole, write_atomically
 from .store.base import Store
 from .store.cache import CachedStore
 from .topics import PartitionOpener, Topics
+from .transactions.coordinator import TIMEOUT_MS_MAX
+from .transactions.service import Transactions
 from .types import TopicPartition
 
 if TYPE_CHECKING:
@@ -74,6 +76,7 @@ class Engine:
         self._background: set[asyncio.Task[object]] = set()
         self.ownership: Ownership | None = None  # in a cluster (follow_cluster)
         self.groups: Groups = None  # type: ignore[assignment]  # set by open()
+        self.transactions: Transactions = None  # type: ignore[assignment]  # set by open()
         self.cluster_id = ""  # set by open()
 
     # -- lifecycle
@@ -86,12 +89,15 @@ class Engine:
         settings = self.settings
         self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms,
                              shards=Shards(settings.offsets_shards, self.cluster.owns_shard))
+        self.transactions = Transactions(self.groups, self.partitions, self.producer_ids, self.cluster,
+                                         self.clock.now_ms, TIMEOUT_MS_MAX)
 
     def start_background(self) -> None:
         """Start the timers; needs a running event loop."""
         assert self.groups is not None, "open() first"
         self.pool.bind(asyncio.get_running_loop())
         self.groups.start()
+        self.transactions.start()
         loop = asyncio.get_running_loop()
         self._retention_task = loop.create_task(self._retention_loop())
         self._compaction_task = loop.create_task(self._compaction_loop())
@@ -102,6 +108,8 @@ class Engine:
                 task.cancel()
         if self.ownership is not None:
             await self.ownership.close()
+        if self.transactions is not None:
+            await self.transactions.close()
         if self.groups:
             await self.groups.close()
         partitions = list(self.partitions.opened())

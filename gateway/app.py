@@ -11,6 +11,7 @@ from ..engine.api import Engine, EngineSettings, LocalStore, Store, cluster_memb
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
+from .peers import send_markers
 from .registry import apis
 from .server import Server
 from .settings import GatewaySettings
@@ -50,6 +51,7 @@ class Broker:
         if self.member is not None:
             server = self.server
             self.member.connections = lambda: server.connection_count
+            self.engine.transactions.send_markers = send_markers  # markers for partitions other nodes serve
         identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)
         ctx.node_id = identity.node_id
         self.engine.topics.rebase_defaults()  # this node's own dynamic configs, now that it knows its id

@@ -17,6 +17,7 @@ from ..engine.api import (
     Partitions,
     ProducerIds,
     Topics,
+    Transactions,
     store_location,
 )
 from .broker_dynamic import topic_defaults
@@ -30,6 +31,7 @@ class Context:
     partitions: Partitions
     groups: Groups
     producer_ids: ProducerIds
+    transactions: Transactions
     clock: Clock
     settings: GatewaySettings
     cluster_id: str
@@ -45,7 +47,8 @@ class Context:
         """The context of a broker serving `engine` (opened already: its groups exist). The
         dynamic broker configs (broker_dynamic.py) start to change the topic defaults here; a
         node that learns its id later (a cluster) calls `Topics.rebase_defaults` again."""
-        ctx = cls(engine.topics, engine.partitions, engine.groups, engine.producer_ids, engine.clock, settings,
+        ctx = cls(engine.topics, engine.partitions, engine.groups, engine.producer_ids, engine.transactions,
+                  engine.clock, settings,
                   cluster_id, apis, engine.cluster, engine.settings, store_location(engine.store),
                   engine.cluster.local().node_id, engine.coordinator_of)
         engine.topics.dynamic_changes = lambda dynamic: topic_defaults(dynamic, ctx.node_id)

@@ -18,6 +18,7 @@ from .handlers import (
     producers,
     reassignments,
     topics,
+    transactions,
     versions,
 )
 from .handlers.api import Api
@@ -25,7 +26,7 @@ from .protocol.apis import ApiKey
 
 MODULES: tuple[ModuleType, ...] = (
     configs, consumer_groups, fetch, group_offsets, groups, log_dirs, metadata, offsets, produce, producers,
-    reassignments, topics, versions)
+    reassignments, topics, transactions, versions)
 
 
 @cache

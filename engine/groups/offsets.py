@@ -10,7 +10,8 @@ by the log's recovery, so at most the last change is lost, never one before it.
 
 The same log carries each group's membership records (membership.py): the last one per
 group is kept (`memberships`), replayed and compacted like the offsets, so the coordinator
-that opens the shard can resume its groups.
+that opens the shard can resume its groups. It also carries the state of the transactional
+ids that hash to the shard (records.TxnRecord): the last record per id is kept (`txns`).
 
 A commit request is one batch, so it is applied whole or not at all. Offsets carry the topic's
 id at commit time: fetch ignores an entry whose id differs, so a topic deleted and created
@@ -52,9 +53,22 @@ from dataclasses import replace
 from ...records.header import BatchHeader, iter_batches
 from ..log import LogConfig, PartitionLog
 from ..store import Store, join
+from ..transactions.types import TxnMetadata
 from ..types import TopicPartition
 from .membership import GroupGone, GroupRecord, MembershipChange
-from .records import Change, Commit, CommittedOffset, DeleteGroup, Remove, encode, from_batch, to_batch
+from .records import (
+    Change,
+    Commit,
+    CommittedOffset,
+    DeleteGroup,
+    Remove,
+    TxnOffsets,
+    TxnOffsetsEnd,
+    TxnRecord,
+    encode,
+    from_batch,
+    to_batch,
+)
 
 __all__ = ["CommittedOffset", "LiveState", "OffsetStore"]
 
@@ -79,6 +93,8 @@ class LiveState:
     def __init__(self) -> None:
         self.groups: dict[str, Offsets] = {}
         self.memberships: dict[str, tuple[GroupRecord, int]] = {}  # group -> (record, its encoded size)
+        self.txns: dict[str, tuple[TxnRecord, int]] = {}  # transactional id -> (record, its encoded size)
+        self.pending: dict[str, dict[int, Offsets]] = {}  # group -> producer id -> offsets of its open transaction
         self.live_bytes = 0  # estimate of the compacted log's size, kept up to date by apply
 
     def copy(self) -> LiveState:
@@ -86,6 +102,9 @@ class LiveState:
         twin = LiveState()
         twin.groups = {group_id: dict(offsets) for group_id, offsets in self.groups.items()}
         twin.memberships = dict(self.memberships)
+        twin.txns = dict(self.txns)
+        twin.pending = {group_id: {pid: dict(offsets) for pid, offsets in by_producer.items()}
+                        for group_id, by_producer in self.pending.items()}
         twin.live_bytes = self.live_bytes
         return twin
 
@@ -99,6 +118,12 @@ class LiveState:
         elif isinstance(change, DeleteGroup):
             for key in list(self.groups.get(change.group_id, {})):
                 self._drop(change.group_id, key)
+        elif isinstance(change, TxnRecord):
+            self._set_txn(change)
+        elif isinstance(change, TxnOffsets):
+            self._stage(change)
+        elif isinstance(change, TxnOffsetsEnd):
+            self._end(change)
         else:
             self._set_membership(change)
 
@@ -111,6 +136,40 @@ class LiveState:
                 yield Commit(group_id, tuple(entries[start : start + COMPACT_BATCH_ENTRIES]))
         for group_id in sorted(self.memberships):
             yield self.memberships[group_id][0]
+        for transactional_id in sorted(self.txns):
+            yield self.txns[transactional_id][0]
+        for group_id, by_producer in self.pending.items():
+            for producer_id, offsets in by_producer.items():
+                staged = tuple((topic, partition, value) for (topic, partition), value in offsets.items())
+                yield TxnOffsets(group_id, producer_id, staged)
+
+    def _stage(self, change: TxnOffsets) -> None:
+        staged = self.pending.setdefault(change.group_id, {}).setdefault(change.producer_id, {})
+        for topic, partition, value in change.offsets:
+            key = TopicPartition(topic, partition)
+            old = staged.get(key)
+            if old is not None:
+                self.live_bytes -= _entry_bytes(key, old)
+            staged[key] = value
+            self.live_bytes += _entry_bytes(key, value)
+
+    def _end(self, change: TxnOffsetsEnd) -> None:
+        by_producer = self.pending.get(change.group_id, {})
+        staged = by_producer.pop(change.producer_id, {})
+        if not by_producer:
+            self.pending.pop(change.group_id, None)
+        for key, value in staged.items():
+            self.live_bytes -= _entry_bytes(key, value)
+            if change.commit:
+                self._put(change.group_id, key, value)
+
+    def _set_txn(self, change: TxnRecord) -> None:
+        old = self.txns.get(change.transactional_id)
+        if old is not None:
+            self.live_bytes -= old[1]
+        size = len(encode(change)) + GROUP_OVERHEAD_BYTES
+        self.txns[change.transactional_id] = (change, size)
+        self.live_bytes += size
 
     def _set_membership(self, change: MembershipChange) -> None:
         old = self.memberships.pop(change.group_id, None)
@@ -212,6 +271,23 @@ class OffsetStore:
         memberships = self._state.memberships
         return [memberships[group_id][0] for group_id in sorted(memberships)]
 
+    def txns(self) -> list[TxnMetadata]:
+        """The last state of every transactional id recorded here."""
+        return [record.meta for record, _ in self._state.txns.values()]
+
+    def txn(self, transactional_id: str) -> TxnMetadata | None:
+        entry = self._state.txns.get(transactional_id)
+        return None if entry is None else entry[0].meta
+
+    def staging_groups(self, producer_id: int) -> list[str]:
+        """The groups in which the producer's open transaction staged offsets."""
+        return sorted(group_id for group_id, by_producer in self._state.pending.items() if producer_id in by_producer)
+
+    def has_pending(self, group_id: str, key: TopicPartition) -> bool:
+        """Whether an open transaction commits an offset of `key` in the group (OffsetFetch
+        with require_stable answers UNSTABLE_OFFSET_COMMIT then, as Kafka)."""
+        return any(key in offsets for offsets in self._state.pending.get(group_id, {}).values())
+
     # -- making changes (state side, pure) ---------------------------------------------------
 
     def commit_change(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> Commit | None:
@@ -224,6 +300,19 @@ class OffsetStore:
             for topic, topic_id, partition, value in offsets
         )
         return Commit(group_id, entries) if entries else None
+
+    def txn_offsets_change(self, group_id: str, producer_id: int,
+                           offsets: list[tuple[str, str, int, CommittedOffset]]) -> TxnOffsets | None:
+        """TxnOffsetCommit: stage offsets in the producer's open transaction."""
+        committed = self.commit_change(group_id, offsets)
+        return None if committed is None else TxnOffsets(group_id, producer_id, committed.offsets)
+
+    def txn_end_change(self, group_id: str, producer_id: int, commit: bool,
+                       pending: Sequence[Change] = ()) -> TxnOffsetsEnd | None:
+        """A marker for the producer's transaction: commit or drop what it staged, if anything."""
+        staged = producer_id in self._state.pending.get(group_id, {}) or any(
+            isinstance(change, TxnOffsets) and change.producer_id == producer_id for change in pending)
+        return TxnOffsetsEnd(group_id, producer_id, commit) if staged else None
 
     def delete_group_change(self, group_id: str, pending: Sequence[Change] = ()) -> DeleteGroup | None:
         """DeleteGroups: forget the group's offsets, if it has (or is about to have) any."""
@@ -262,7 +351,7 @@ class OffsetStore:
         GroupGone."""
         latest: MembershipChange | None = self.membership(change.group_id)
         for earlier in pending:
-            if isinstance(earlier, (Commit, Remove, DeleteGroup)):
+            if isinstance(earlier, (Commit, Remove, DeleteGroup, TxnRecord, TxnOffsets, TxnOffsetsEnd)):
                 continue
             latest = earlier
         if isinstance(change, GroupGone):
@@ -365,6 +454,16 @@ class OffsetStore:
     def record_membership(self, change: MembershipChange) -> None:
         """Persist a group's new membership (or that it is gone)."""
         self._write(self.membership_change(change))
+
+    def record_txn(self, meta: TxnMetadata) -> None:
+        self._write(TxnRecord(meta))
+
+    def commit_in_txn(self, group_id: str, producer_id: int,
+                      offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
+        self._write(self.txn_offsets_change(group_id, producer_id, offsets))
+
+    def end_txn(self, group_id: str, producer_id: int, commit: bool) -> None:
+        self._write(self.txn_end_change(group_id, producer_id, commit))
 
     def compact(self) -> None:
         """Rewrite the live state into a fresh log and swap it in."""

@@ -18,6 +18,16 @@ shapes ("v" is the format version, 1):
     {"v":1,"type":"classic_group"|"consumer_group"|"group_gone","group":G, ...}
         G's membership (members, generation or epochs, assignments): see membership.py.
         Independent of G's offsets: delete_group does not touch it, nor group_gone offsets.
+    {"v":1,"type":"txn_offsets","group":G,"producer_id":P,"offsets":[entries as in commit]}
+        offsets G commits in producer P's open transaction (TxnOffsetCommit): pending, not
+        visible to OffsetFetch, until a txn_end of P
+    {"v":1,"type":"txn_end","group":G,"producer_id":P,"commit":bool}
+        P's transaction ended: its pending offsets in G are committed, or dropped
+    {"v":1,"type":"txn","id":T,"producer_id":P,"epoch":E,"timeout_ms":M,"state":S,
+     "partitions":[[topic,partition], ...],"groups":[G, ...],"started_ms":A,"updated_ms":B}
+        transactional id T's whole state (engine/transactions/types.py TxnMetadata; S is
+        Kafka's state name): the last record of T is its state. A transactional id lives in
+        the shard its id hashes to, as a group does, so the shard's owner coordinates it.
 
 Invariants, checked when a change is built (ValueError) and again when it is read back
 (CorruptBatch: a payload that passed its CRC yet breaks them was written by a bug, and the open
@@ -44,6 +54,7 @@ from ...records.header import (
     set_crc,
 )
 from ..errors import CorruptBatch
+from ..transactions.types import EPOCH_MAX, TxnMetadata, TxnState
 from ..types import TopicPartition
 from .membership import MembershipChange, fields_of, parse
 
@@ -80,8 +91,41 @@ class DeleteGroup:
     group_id: str
 
 
-OffsetChange = Commit | Remove | DeleteGroup
-Change = OffsetChange | MembershipChange
+@dataclass(frozen=True, slots=True)
+class TxnOffsets:
+    group_id: str
+    producer_id: int
+    offsets: tuple[tuple[str, int, CommittedOffset], ...]  # (topic, partition, value)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetsEnd:
+    group_id: str
+    producer_id: int
+    commit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """A transactional id's new state."""
+
+    meta: TxnMetadata
+
+    @property
+    def transactional_id(self) -> str:
+        return self.meta.transactional_id
+
+
+OffsetChange = Commit | Remove | DeleteGroup | TxnOffsets | TxnOffsetsEnd
+Change = OffsetChange | MembershipChange | TxnRecord
+
+
+def owner_of(change: Change) -> tuple[str, str]:
+    """Whose change it is: ("group", id) or ("txn", id). A group and a transactional id may
+    share a name; their changes never mix."""
+    if isinstance(change, TxnRecord):
+        return "txn", change.transactional_id
+    return "group", change.group_id
 
 
 # -- batches ---------------------------------------------------------------------------------
@@ -113,7 +157,10 @@ def from_batch(batch: bytes | memoryview, header: BatchHeader) -> Change:
 
 def encode(change: Change) -> bytes:
     check(change)
-    body: dict[str, Any] = {"v": FORMAT_VERSION, "group": change.group_id}
+    if isinstance(change, TxnRecord):
+        body = _txn_body(change.meta)
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    body = {"v": FORMAT_VERSION, "group": change.group_id}
     if isinstance(change, Commit):
         body["type"] = "commit"
         body["offsets"] = [
@@ -125,6 +172,17 @@ def encode(change: Change) -> bytes:
         body["keys"] = [list(key) for key in change.keys]
     elif isinstance(change, DeleteGroup):
         body["type"] = "delete_group"
+    elif isinstance(change, TxnOffsets):
+        body["type"] = "txn_offsets"
+        body["producer_id"] = change.producer_id
+        body["offsets"] = [
+            [topic, value.topic_id, partition, value.offset, value.leader_epoch, value.metadata, value.commit_ms]
+            for topic, partition, value in change.offsets
+        ]
+    elif isinstance(change, TxnOffsetsEnd):
+        body["type"] = "txn_end"
+        body["producer_id"] = change.producer_id
+        body["commit"] = change.commit
     else:
         body["type"], fields = fields_of(change)
         body.update(fields)
@@ -145,6 +203,11 @@ def decode(payload: bytes) -> Change:
 def _change(body: Any) -> Change:
     if not isinstance(body, dict) or body.get("v") != FORMAT_VERSION:
         raise ValueError("not a version 1 offset change")
+    if body["type"] == "txn":
+        return TxnRecord(TxnMetadata(
+            body["id"], body["producer_id"], body["epoch"], body["timeout_ms"], TxnState(body["state"]),
+            frozenset(_key(entry) for entry in body["partitions"]), frozenset(body["groups"]), body["started_ms"],
+            body["updated_ms"]))
     kind, group_id = body["type"], body["group"]
     if kind == "commit":
         return Commit(group_id, tuple(_commit_entry(entry) for entry in body["offsets"]))
@@ -152,10 +215,21 @@ def _change(body: Any) -> Change:
         return Remove(group_id, tuple(_key(entry) for entry in body["keys"]))
     if kind == "delete_group":
         return DeleteGroup(group_id)
+    if kind == "txn_offsets":
+        return TxnOffsets(group_id, body["producer_id"], tuple(_commit_entry(entry) for entry in body["offsets"]))
+    if kind == "txn_end":
+        return TxnOffsetsEnd(group_id, body["producer_id"], body["commit"])
     membership = parse(kind, group_id, body)
     if membership is not None:
         return membership
     raise ValueError(f"unknown change type {kind!r}")
+
+
+def _txn_body(meta: TxnMetadata) -> dict[str, object]:
+    return {"v": FORMAT_VERSION, "type": "txn", "id": meta.transactional_id, "producer_id": meta.producer_id,
+            "epoch": meta.epoch, "timeout_ms": meta.timeout_ms, "state": meta.state.value,
+            "partitions": sorted([tp.topic, tp.partition] for tp in meta.partitions),
+            "groups": sorted(meta.groups), "started_ms": meta.started_ms, "updated_ms": meta.updated_ms}
 
 
 def _commit_entry(entry: Any) -> tuple[str, int, CommittedOffset]:
@@ -174,11 +248,19 @@ def _key(entry: Any) -> TopicPartition:
 def check(change: Change) -> None:
     """Raise ValueError unless `change` satisfies the record invariants (module docstring).
     Explicit checks rather than asserts: replay relies on them even under python -O."""
+    if isinstance(change, TxnRecord):
+        _check_txn(change.meta)
+        return
     _require(_is_text(change.group_id), "group id must be a str")
-    if isinstance(change, Commit):
+    if isinstance(change, (Commit, TxnOffsets)):
         for topic, partition, value in change.offsets:
             _check_key(topic, partition)
             _check_value(value)
+        if isinstance(change, TxnOffsets):
+            _require(_is_int(change.producer_id, 0, I64_MAX), f"bad producer id {change.producer_id!r}")
+    elif isinstance(change, TxnOffsetsEnd):
+        _require(_is_int(change.producer_id, 0, I64_MAX), f"bad producer id {change.producer_id!r}")
+        _require(isinstance(change.commit, bool), "commit must be a bool")
     elif isinstance(change, Remove):
         for topic, partition in change.keys:
             _check_key(topic, partition)
@@ -189,6 +271,20 @@ def check(change: Change) -> None:
 def _check_key(topic: object, partition: object) -> None:
     _require(_is_text(topic), "topic must be a str")
     _require(_is_int(partition, 0, I32_MAX), f"bad partition {partition!r}")
+
+
+def _check_txn(meta: TxnMetadata) -> None:
+    _require(isinstance(meta, TxnMetadata), f"not a TxnMetadata: {meta!r}")
+    _require(_is_text(meta.transactional_id), "transactional id must be a str")
+    _require(_is_int(meta.producer_id, 0, I64_MAX), f"bad producer id {meta.producer_id!r}")
+    _require(_is_int(meta.epoch, 0, EPOCH_MAX), f"bad producer epoch {meta.epoch!r}")
+    _require(_is_int(meta.timeout_ms, 1, I32_MAX), f"bad transaction timeout {meta.timeout_ms!r}")
+    _require(isinstance(meta.state, TxnState), f"bad transaction state {meta.state!r}")
+    for topic, partition in meta.partitions:
+        _check_key(topic, partition)
+    for group_id in meta.groups:
+        _require(_is_text(group_id), "group id must be a str")
+    _require(_is_int(meta.started_ms, -1, I64_MAX) and _is_int(meta.updated_ms, -1, I64_MAX), "bad transaction times")
 
 
 def _check_value(value: CommittedOffset) -> None:

@@ -115,6 +115,9 @@ class Groups:
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Task[None]] = set()  # records being written before their replies go out
+        # The transaction coordinator's hooks: its ids live in the same shards (engine/transactions).
+        self.on_shard_loaded: Callable[[int], None] = lambda number: None
+        self.on_shard_dropped: Callable[[int], None] = lambda number: None
 
     def start(self) -> None:
         self._timer = asyncio.get_running_loop().create_task(self._run_timer())
@@ -131,17 +134,21 @@ class Groups:
 
     async def load_shard(self, number: int) -> None:
         """Serve offsets shard `number` (the cluster moved it here): replay it and resume its
-        groups, whose members keep their assignment if their record was written."""
+        groups, whose members keep their assignment if their record was written, and its
+        transactional ids (`on_shard_loaded`)."""
         now_ms = self.now_ms()
         for record in await self.offsets.load(number):
             if isinstance(record, ClassicGroupRecord):
                 self.machine.restore(record, now_ms)
             else:
                 self.consumer.restore(record, now_ms)
+        self.on_shard_loaded(number)
 
     async def drop_shard(self, number: int) -> None:
-        """Stop coordinating the groups of shard `number` (the cluster moves it away)."""
+        """Stop coordinating the groups and transactional ids of shard `number` (the cluster
+        moves it away)."""
         await self._written(self._queue_records())
+        self.on_shard_dropped(number)
         for group_id in await self.offsets.drop(number):
             self.machine.forget(group_id)
             self.consumer.forget(group_id)
@@ -361,6 +368,20 @@ class Groups:
 
     async def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
         await self.offsets.commit(group_id, offsets)
+
+    async def commit_in_txn(self, group_id: str, producer_id: int,
+                            offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
+        """TxnOffsetCommit: stage offsets in the producer's transaction (applied by its commit)."""
+        await self.offsets.commit_txn_offsets(group_id, producer_id, offsets)
+
+    async def end_txn(self, shard: int, producer_id: int, commit: bool) -> None:
+        """The marker of the producer's transaction for offsets shard `shard`: apply (commit)
+        or drop what it staged in the shard's groups."""
+        await self.offsets.end_txn_in_shard(shard, producer_id, commit)
+
+    def unstable(self, group_id: str, topic: str, partition: int) -> bool:
+        """An open transaction stages an offset for this partition (OffsetFetch require_stable)."""
+        return self.offsets.has_pending(group_id, TopicPartition(topic, partition))
 
     def committed(self, group_id: str, topic: str, partition: int, topic_id: str) -> CommittedOffset | None:
         return self.offsets.fetch(group_id, topic, partition, topic_id)

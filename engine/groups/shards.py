@@ -38,10 +38,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from ..errors import InvalidConfig
 from ..store import Store
 from ..store.atomic import read_whole, write_atomically
+from ..transactions.types import TxnMetadata
 from ..types import TopicPartition
 from .membership import GroupGone, GroupRecord, MembershipChange
 from .offsets import COMPACT_SUFFIX, OLD_SUFFIX, SEGMENT_BYTES, CommittedOffset, OffsetStore
-from .records import Change
+from .records import Change, TxnRecord
 from .writer import OffsetWriter
 
 SHARDS_DIR = "internal/group-shards"
@@ -117,12 +118,46 @@ class OffsetShards:
         records = [record for shard in self._shards.values() for record in shard.memberships()]
         return sorted(records, key=lambda record: record.group_id)
 
+    def txns(self, number: int | None = None) -> list[TxnMetadata]:
+        """The recorded state of every transactional id in shard `number`, or in every shard
+        served here."""
+        shards = self._shards.values() if number is None else [s for n, s in self._shards.items() if n == number]
+        return [meta for shard in shards for meta in shard.txns()]
+
+    def txn(self, transactional_id: str) -> TxnMetadata | None:
+        shard = self._existing(transactional_id)
+        return None if shard is None else shard.txn(transactional_id)
+
     # -- changing (event loop)
+
+    def record_txn(self, meta: TxnMetadata) -> Awaitable[None]:
+        """Queue a transactional id's new state; await the result to know it is written."""
+        return self._writer.submit(self._shard(meta.transactional_id), TxnRecord(meta))
 
     async def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
         if offsets:
             shard = self._shard(group_id)
             await self._write(shard, shard.commit_change(group_id, offsets))
+
+    async def commit_txn_offsets(self, group_id: str, producer_id: int,
+                                 offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
+        if offsets:
+            shard = self._shard(group_id)
+            await self._write(shard, shard.txn_offsets_change(group_id, producer_id, offsets))
+
+    async def end_txn_in_shard(self, number: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker for shard `number`: end the producer's staged offsets in every
+        group of the shard (a producer has one transaction open at a time)."""
+        shard = self._shards.get(number)
+        if shard is None:
+            return
+        ends = [shard.txn_end_change(group_id, producer_id, commit, self._writer.pending(group_id))
+                for group_id in shard.staging_groups(producer_id)]
+        await asyncio.gather(*(self._write(shard, end) for end in ends))
+
+    def has_pending(self, group_id: str, key: TopicPartition) -> bool:
+        shard = self._existing(group_id)
+        return shard is not None and shard.has_pending(group_id, key)
 
     async def delete_group(self, group_id: str) -> None:
         shard = self._existing(group_id)

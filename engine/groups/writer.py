@@ -38,7 +38,7 @@ from typing import TypeVar
 from ...records.header import BatchHeader
 from ..partition.workers import Workers
 from .offsets import LiveState, OffsetStore
-from .records import Change
+from .records import Change, owner_of
 
 T = TypeVar("T")
 
@@ -78,7 +78,7 @@ class OffsetWriter:
     def __init__(self) -> None:
         self._thread = Workers(1, "martlet-groups")
         self._queue: deque[_Job] = deque()  # queued and not yet settled, in queue order
-        self._pending: dict[str, deque[_Write]] = {}  # the same writes, by group
+        self._pending: dict[tuple[str, str], deque[_Write]] = {}  # the same writes, by owner (records.owner_of)
         self._compacting: set[OffsetStore] = set()
         self._closed = False
 
@@ -92,13 +92,13 @@ class OffsetWriter:
         batch, header = shard.encode(change)
         write = _Write(shard, change, batch, header, loop.create_future())
         self._queue.append(write)
-        self._pending.setdefault(change.group_id, deque()).append(write)
+        self._pending.setdefault(owner_of(change), deque()).append(write)
         self._thread.submit(self._append, write, loop)
         return asyncio.shield(write.settled)
 
     def pending(self, group_id: str) -> list[Change]:
         """The group's changes queued and not yet applied, oldest first."""
-        return [write.change for write in self._pending.get(group_id, ())]
+        return [write.change for write in self._pending.get(("group", group_id), ())]
 
     async def wait_written(self) -> None:
         """Until every job queued so far has settled, whatever its outcome."""
@@ -132,10 +132,11 @@ class OffsetWriter:
                 self._settle_compaction(job)
 
     def _settle_write(self, write: _Write) -> None:
-        by_group = self._pending[write.change.group_id]
-        assert by_group.popleft() is write, "writes settle in queue order"
-        if not by_group:
-            del self._pending[write.change.group_id]
+        owner = owner_of(write.change)
+        by_owner = self._pending[owner]
+        assert by_owner.popleft() is write, "writes settle in queue order"
+        if not by_owner:
+            del self._pending[owner]
         if write.error is not None:
             _resolve(write.settled, write.error)
             return

@@ -1,13 +1,14 @@
 """Names of the files in a partition directory, and small atomic checkpoint files.
 
 The broker publishes C for readers in other processes (reader.py) in the *name* of an empty
-file, `checkpoint-<C>-<LSO>` (decimal; LSO, the last stable offset, equals C until
-transactions exist), and moves it with one rename per publish. A rename is atomic on every
-store, so a reader listing the directory sees the old name or the new one, never a torn
-value, and gets the segments in the same listing. Why not a small file rewritten with
-write_atomically: on HDFS the first write of a new file sets up a block pipeline (measured
-about 450 ms on the test cluster, against 2 ms for a rename), and publishing runs every
-second for every partition that takes writes. No such file means nothing is published: C = 0.
+file, `checkpoint-<C>-<LSO>` (decimal; LSO, the last stable offset, is the first offset of
+the oldest transaction still open as of C, or C if none is: LSO <= C), and moves it with one
+rename per publish. A rename is atomic on every store, so a reader listing the directory
+sees the old name or the new one, never a torn value, and gets the segments in the same
+listing. Why not a small file rewritten with write_atomically: on HDFS the first write of a
+new file sets up a block pipeline (measured about 450 ms on the test cluster, against 2 ms
+for a rename), and publishing runs every second for every partition that takes writes. No
+such file means nothing is published: C = 0.
 """
 
 from ..store import Store, join
@@ -17,6 +18,7 @@ OFFSET_DIGITS = 20
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"  # aborted transactions of a segment (txnindex.py)
 PRODUCERS_SUFFIX = ".producers"
 TMP_SUFFIX = ".tmp"  # what store.atomic.write_atomically writes first
 CLEANED_SUFFIX = ".cleaned"  # a segment's log rewritten by compaction, before it replaces the log

@@ -18,8 +18,10 @@ from ..store.atomic import write_atomically
 from .compaction import Plan, Rewritten, discard, plan, read_cleaner_offset, swap, write_cleaner_offset
 from .config import LogConfig
 from .files import CLEAN_SHUTDOWN_FILE, PRODUCERS_SUFFIX, offset_file, offsets_with_suffix, write_start_offset
+from .producers import marker_type
 from .recovery import Recovered, recover
 from .segment import Segment
+from .txnindex import AbortedTxn
 
 SNAPSHOTS_KEPT = 2  # the newest plus one spare in case the newest is damaged
 
@@ -89,7 +91,7 @@ class PartitionLog:
             self._roll()
         set_base_offset(batch, header.base_offset)
         self._active.append(batch, header)
-        self.producer_state.update(header)
+        self._learn(batch, header)
         if self._active_since_ms is None:
             self._active_since_ms = self.now_ms()
         return header.base_offset
@@ -98,8 +100,9 @@ class PartitionLog:
         """Persist batches whose offsets the caller already assigned and wrote into their
         bytes (a partition's memory tail): the first starts at end_offset and each follows
         the one before. One write per segment touched, then one sync unless `sync` is
-        false (the bytes are then only handed to the store); the producer state learns of
-        them only here, so its snapshots never claim what is not on the store."""
+        false (the bytes are then only handed to the store). The producer state learns of
+        each segment's batches once they are written, before a roll snapshots it, so a
+        snapshot never claims what is not on the store, nor misses what is below it."""
         assert not self._closed, "append to a closed log"
         run: list[bytearray] = []
         run_headers: list[BatchHeader] = []
@@ -110,7 +113,7 @@ class PartitionLog:
                 raise CorruptBatch(f"batch at {header.base_offset} does not follow offset {expected}")
             if self._should_roll(header, run_bytes):
                 if run:
-                    self._active.append_many(run, run_headers)
+                    self._write_run(run, run_headers)
                     run, run_headers, run_bytes = [], [], 0
                 self._roll()
             if self._active_since_ms is None:
@@ -119,11 +122,21 @@ class PartitionLog:
             run_headers.append(header)
             run_bytes += header.size
         if run:
-            self._active.append_many(run, run_headers)
-        for header in headers:
-            self.producer_state.update(header)
+            self._write_run(run, run_headers)
         if sync:
             self.flush()
+
+    def _write_run(self, batches: list[bytearray], headers: list[BatchHeader]) -> None:
+        self._active.append_many(batches, headers)
+        for batch, header in zip(batches, headers, strict=True):
+            self._learn(batch, header)
+
+    def _learn(self, batch: Buffer, header: BatchHeader) -> None:
+        """A batch was written to the active segment: producer state takes it, and an ABORT
+        marker adds its transaction to the segment's index."""
+        completed = self.producer_state.update(header, marker_type(batch, header))
+        if completed is not None and completed.aborted:
+            self._active.aborted.append(completed.aborted_entry())
 
     def _should_roll(self, header: BatchHeader, unwritten_bytes: int = 0) -> bool:
         active = self._active
@@ -220,6 +233,10 @@ class PartitionLog:
                 return segment.batch_bytes(*found)
         return None
 
+    def aborted_transactions(self) -> list[AbortedTxn]:
+        """Every aborted transaction whose marker the log holds, in marker order."""
+        return [entry for segment in self._segments for entry in segment.aborted]
+
     def _check_offset(self, offset: int) -> None:
         if not self.start_offset <= offset <= self.end_offset:
             raise OffsetOutOfRange(f"offset {offset} outside [{self.start_offset}, {self.end_offset}]")
@@ -293,6 +310,7 @@ class PartitionLog:
                 discard(self.store, rewritten)
                 continue
             swap(self.store, rewritten)
+            rewritten.new.aborted, rewritten.new.txn_saved = rewritten.old.aborted, rewritten.old.txn_saved  # markers stay
             self._segments[index] = rewritten.new
             swapped += 1
         self.cleaner_offset = max(self.cleaner_offset, cleaner_offset)

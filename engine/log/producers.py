@@ -1,15 +1,29 @@
-"""Idempotent-producer state of one partition log: who wrote what, to drop retried batches.
+"""Producer state of one partition log: who wrote what, to drop retried batches, and which
+transactions are open.
 
 For each producer id (>= 0) the log keeps the producer's epoch and the sequence ranges of its
 last BATCHES_KEPT batches, the same window a producer may have in flight (KIP-98,
-max.in.flight.requests.per.connection <= 5). Control batches carry no sequence and are skipped.
+max.in.flight.requests.per.connection <= 5). Control batches carry no sequence.
 
 Sequence numbers are i32 and wrap from SEQUENCE_MAX to 0. The state is rebuilt on open from a
 snapshot (written when a segment rolls and on clean close) plus the batch headers after it.
 
+Transactions (KIP-98), as Kafka's ProducerStateManager keeps them: a transactional batch of a
+producer with no open transaction opens one at its base offset; the producer's next control
+batch (a COMMIT or ABORT marker, martlet.records.control) closes it, and `update` returns the
+completed transaction, which for an ABORT becomes an entry of the segment's transaction index
+(txnindex.py). A marker of a producer with no open transaction here changes nothing (its
+transaction wrote nothing to this partition); a marker also moves the producer to its epoch,
+as the coordinator may have bumped it. A producer with an open transaction may not write
+outside it (`check`: TransactionOpen, Kafka's INVALID_TXN_STATE). `open` keeps the open
+transactions in the order they began, which is their first offsets' order, so the first one
+bounds the last stable offset.
+
 Snapshot file format: CRC32C (u32, big-endian) of the rest, then UTF-8 JSON:
     {"offset": N, "producers": [[producer_id, epoch, [[first_seq, last_seq, base_offset,
-    last_offset], ...]], ...]}
+    last_offset], ...]], ...], "transactions": [[producer_id, first_offset], ...]}
+"transactions" (the open ones) is absent from snapshots written before transactions were
+served: none were open then.
 """
 
 import json
@@ -20,8 +34,12 @@ from typing import NamedTuple
 
 import crc32c
 
-from ...records.header import BatchHeader
-from ..errors import DuplicateBatch, OutOfOrderSequence, StaleProducerEpoch
+from ...records.control import ControlType
+from ...records.decode import control_marker
+from ...records.errors import InvalidBatch
+from ...records.header import BatchHeader, Buffer
+from ..errors import DuplicateBatch, OutOfOrderSequence, StaleProducerEpoch, TransactionOpen
+from .txnindex import AbortedTxn
 
 BATCHES_KEPT = 5
 SEQUENCE_MAX = 2**31 - 1
@@ -48,6 +66,30 @@ class ProducerEntry:
         return wrap_sequence(self.batches[-1].last_sequence + 1) if self.batches else None
 
 
+class CompletedTxn(NamedTuple):
+    """A transaction a marker closed (Kafka's CompletedTxn)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    last_stable_offset: int  # the first offset of a transaction still open after the marker, else last_offset + 1
+    aborted: bool
+
+    def aborted_entry(self) -> AbortedTxn:
+        return AbortedTxn(self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset)
+
+
+def marker_type(batch: Buffer, header: BatchHeader) -> ControlType | None:
+    """The marker a control batch carries, None for any other batch (or a control batch that
+    holds no end-of-transaction marker: it ends nothing)."""
+    if not header.is_control:
+        return None
+    try:
+        return control_marker(batch).control_type
+    except InvalidBatch:
+        return None
+
+
 def tracked(header: BatchHeader) -> bool:
     return header.producer_id >= 0 and not header.is_control
 
@@ -59,6 +101,7 @@ def sequence_range(header: BatchHeader) -> tuple[int, int]:
 class ProducerState:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        self.open: dict[int, int] = {}  # producer id -> first offset of its open transaction, in offset order
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -68,7 +111,12 @@ class ProducerState:
 
     def check(self, header: BatchHeader) -> None:
         """Raise if the batch must not be written: stale epoch, duplicate, or a gap."""
-        entry = self.producers.get(header.producer_id) if tracked(header) else None
+        if not tracked(header):
+            return
+        if not header.is_transactional and header.producer_id in self.open:
+            raise TransactionOpen(f"producer {header.producer_id} wrote outside its open transaction "
+                                  f"(from offset {self.open[header.producer_id]})")
+        entry = self.producers.get(header.producer_id)
         if entry is None:
             return  # unknown producers start anywhere, e.g. after retention removed their batches
         if header.producer_epoch < entry.epoch:
@@ -79,19 +127,45 @@ class ProducerState:
         _check_duplicate(entry, header)
         _expect_sequence(header, entry.next_sequence())
 
-    def update(self, header: BatchHeader) -> None:
-        """Record a batch that was written (its base_offset is the real one)."""
-        if not tracked(header):
-            return
+    def first_open_offset(self) -> int | None:
+        """The first offset of the oldest open transaction, None if none is open."""
+        return next(iter(self.open.values()), None)
+
+    def update(self, header: BatchHeader, marker: ControlType | None = None) -> CompletedTxn | None:
+        """Record a batch that was written (its base_offset is the real one; `marker`: what
+        a control batch carries, see marker_type). Returns the transaction a marker closed."""
+        if header.producer_id < 0:
+            return None
+        if header.is_control:
+            return self._end(header, marker) if marker is not None else None
         entry = self.producers.get(header.producer_id)
         if entry is None or entry.epoch != header.producer_epoch:
             entry = self.producers[header.producer_id] = ProducerEntry(header.producer_epoch)
         first, last = sequence_range(header)
         entry.batches.append(ProducerBatch(first, last, header.base_offset, header.last_offset))
+        if header.is_transactional:
+            self.open.setdefault(header.producer_id, header.base_offset)
+        return None
+
+    def _end(self, header: BatchHeader, marker: ControlType) -> CompletedTxn | None:
+        """A marker: close the producer's open transaction, and take the marker's epoch if it
+        is newer (Kafka's appendEndTxnMarker)."""
+        pid = header.producer_id
+        entry = self.producers.get(pid)
+        if entry is None or entry.epoch < header.producer_epoch:
+            self.producers[pid] = ProducerEntry(header.producer_epoch)
+        first = self.open.pop(pid, None)
+        if first is None:
+            return None
+        after = self.first_open_offset()
+        last_stable = after if after is not None else header.base_offset + 1
+        return CompletedTxn(pid, first, header.base_offset, last_stable, marker == ControlType.ABORT)
 
     def to_bytes(self, offset: int) -> bytes:
         producers = [[pid, e.epoch, [list(b) for b in e.batches]] for pid, e in self.producers.items()]
-        body = json.dumps({"offset": offset, "producers": producers}, separators=(",", ":")).encode()
+        transactions = [[pid, first] for pid, first in self.open.items()]
+        body = json.dumps({"offset": offset, "producers": producers, "transactions": transactions},
+                          separators=(",", ":")).encode()
         return _CRC.pack(crc32c.crc32c(body)) + body
 
     @classmethod
@@ -104,6 +178,8 @@ class ProducerState:
         for pid, epoch, batches in doc["producers"]:
             entry = state.producers[pid] = ProducerEntry(epoch)
             entry.batches.extend(ProducerBatch(*b) for b in batches)
+        for pid, first in sorted(doc.get("transactions", []), key=lambda txn: txn[1]):
+            state.open[pid] = first
         return doc["offset"], state
 
 

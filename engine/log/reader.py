@@ -7,7 +7,8 @@ the broker may cut it. The reader therefore goes through a ReadOnlyStore (any wr
 fails) and trusts two things only:
 
 - how far it may read: the broker's published checkpoint C (the name of the partition's
-  `checkpoint-<C>-<LSO>` file, files.py; LSO is the last stable offset), at most
+  `checkpoint-<C>-<LSO>` file, files.py; LSO is the last stable offset, where a
+  read-committed reader stops: the first offset of a transaction undecided as of C), at most
   `checkpoint_publish_ms` plus a sweep behind the broker's C. A file's size is never taken
   as the end: bytes past C may be unpersisted, half written or about to be cut. `refresh`
   lists the directory again; until then reads stop at the C seen last (open looks once).
@@ -27,6 +28,11 @@ Segments are found by listing the directory (named by base offset, segment.py). 
 resumes where the previous one ended; otherwise it starts at the segment's last offset index
 entry at or below the offset, an entry it checks against the batch found there and ignores
 (scanning from the segment's start) when the index is behind, torn or wrong.
+
+Reading below the LSO gives decided transactions only, but not which were aborted: this view
+does not offer the aborted list (the active segment's part of it lives in the broker's memory
+until the segment is sealed, txnindex.py): such a reader keeps a transaction's batches until
+the marker that ends it says whether it committed.
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ class LogReader:
         self.store = store
         self.path = path
         self.checkpoint = 0  # C as published when last refreshed: reads end here
-        self.last_stable = 0  # LSO as published (= C until transactions exist)
+        self.last_stable = 0  # LSO as published (<= C): below it every transaction is decided
         self.start_offset = 0  # the log start offset as checkpointed by the broker
         self._resume: _Position | None = None  # where the last read ended
         self.refresh()

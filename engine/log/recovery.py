@@ -11,7 +11,12 @@ Segments are rolled only after the previous one was fsynced, so older segments a
 intact and only the cheap checks run on them.
 
 Producer state is loaded from the newest usable snapshot and brought up to date by reading
-the batch headers that follow it.
+the batch headers that follow it (and the markers among them). Each segment's aborted
+transactions are those of its `.txnindex` whose marker lies below that snapshot, then those the
+replay finds (txnindex.py says why the file holds all of the former); a sealed segment whose
+file disagrees with the result gets it rewritten. A damaged `.txnindex` cannot be rebuilt from
+its segment alone, so the replay then starts at the first segment with an empty state, as it
+does when no snapshot is usable.
 """
 
 from dataclasses import dataclass
@@ -28,13 +33,15 @@ from .files import (
     PRODUCERS_SUFFIX,
     TIME_INDEX_SUFFIX,
     TMP_SUFFIX,
+    TXN_INDEX_SUFFIX,
     offset_file,
     offsets_with_suffix,
     read_start_offset,
 )
 from .index import IndexInvalid, OffsetIndex, TimeIndex, check_offset_index, check_time_index
-from .producers import ProducerState
+from .producers import ProducerState, marker_type
 from .segment import Segment, valid_batches
+from .txnindex import AbortedTxn, from_bytes, to_bytes
 
 
 @dataclass
@@ -57,7 +64,7 @@ def recover(store: Store, directory: str, config: LogConfig,
     if not segments:
         segments = [_new_segment(store, directory, read_start_offset(store, directory), config)]
     start_offset = min(max(read_start_offset(store, directory), segments[0].base_offset), segments[-1].next_offset)
-    producers = _recover_producers(store, directory, segments)
+    producers = _recover_producers(store, directory, segments, deferred)
     store.delete(join(directory, CLEAN_SHUTDOWN_FILE))  # from here on a crash means dirty
     return Recovered(segments, start_offset, producers)
 
@@ -69,7 +76,7 @@ def _delete_leftovers(store: Store, directory: str) -> None:
     for name in store.list(directory):
         if name.endswith((TMP_SUFFIX, CLEANED_SUFFIX)):
             store.delete(join(directory, name))
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         for base in set(offsets_with_suffix(store, directory, suffix)) - logs:
             store.delete(offset_file(directory, base, suffix))
 
@@ -93,7 +100,9 @@ def _load_segments(store: Store, directory: str, config: LogConfig, clean: bool,
 
 def _drop_segments(store: Store, directory: str, bases: list[int], config: LogConfig) -> None:
     for base in bases:
-        Segment(store, directory, base, config).delete()
+        segment = Segment(store, directory, base, config)
+        segment.txn_saved = None  # it may have a transaction index: delete that too
+        segment.delete()
 
 
 def _load_segment(store: Store, directory: str, base: int, config: LogConfig, trusted: bool,
@@ -172,17 +181,61 @@ def _new_segment(store: Store, directory: str, base: int, config: LogConfig) -> 
     return segment
 
 
-def _recover_producers(store: Store, directory: str, segments: list[Segment]) -> ProducerState:
+def _recover_producers(store: Store, directory: str, segments: list[Segment],
+                       deferred: list[tuple[str, bytes]] | None) -> ProducerState:
+    """Producer state, and each segment's aborted transactions (see the module header)."""
     offset, state = _load_snapshot(store, directory, segments)
+    stored, damaged = _read_txn_indexes(store, directory)
+    if damaged:
+        offset, state = segments[0].base_offset, ProducerState()
     for segment in segments:
-        start = max(offset, segment.base_offset)
-        if segment.next_offset <= start:
-            continue  # all before the snapshot, or empty (a new owner's segment it never wrote to)
-        found = segment.locate(start)
-        assert found is not None
-        for _, header in segment.headers_from(found[0], found[1].base_offset):
-            state.update(header)
+        on_store = stored.get(segment.base_offset, [])
+        below = min(offset, segment.next_offset)
+        segment.aborted = [entry for entry in on_store if segment.base_offset <= entry.last_offset < below]
+        _replay(segment, state, offset)
+        agrees = segment.base_offset not in damaged and segment.aborted == on_store
+        segment.txn_saved = len(on_store) if agrees else None
+    for sealed in segments[:-1]:
+        _save_rebuilt(sealed, deferred)
     return state
+
+
+def _replay(segment: Segment, state: ProducerState, offset: int) -> None:
+    """Bring `state` and the segment's aborted transactions up to date with its batches from
+    `offset` on; a marker's batch is read whole for its control record."""
+    start = max(offset, segment.base_offset)
+    if segment.next_offset <= start:
+        return  # all before the snapshot, or empty (a new owner's segment it never wrote to)
+    found = segment.locate(start)
+    assert found is not None
+    for position, header in segment.headers_from(found[0], found[1].base_offset):
+        marker = marker_type(segment.batch_bytes(position, header), header) if header.is_control else None
+        completed = state.update(header, marker)
+        if completed is not None and completed.aborted:
+            segment.aborted.append(completed.aborted_entry())
+
+
+def _read_txn_indexes(store: Store, directory: str) -> tuple[dict[int, list[AbortedTxn]], set[int]]:
+    """The entries of every segment's transaction index by base offset, and the base offsets
+    of those that are damaged."""
+    stored, damaged = {}, set()
+    for base in offsets_with_suffix(store, directory, TXN_INDEX_SUFFIX):
+        try:
+            stored[base] = from_bytes(read_whole(store, offset_file(directory, base, TXN_INDEX_SUFFIX)))
+        except (ValueError, FileNotFoundError):
+            damaged.add(base)
+    return stored, damaged
+
+
+def _save_rebuilt(segment: Segment, deferred: list[tuple[str, bytes]] | None) -> None:
+    """A sealed segment's transaction index, if it disagrees with what recovery found."""
+    if segment.txn_saved == len(segment.aborted):
+        return
+    if deferred is not None and segment.aborted:
+        deferred.append((segment.txn_index_path, to_bytes(segment.aborted)))
+        segment.txn_saved = len(segment.aborted)
+    else:
+        segment.save_aborted()
 
 
 def _load_snapshot(store: Store, directory: str, segments: list[Segment]) -> tuple[int, ProducerState]:

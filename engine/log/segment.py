@@ -8,6 +8,8 @@ On-disk layout of a partition directory (all integers big-endian):
                                         relative offset u32 | file position u32
     00000000000000000000.timeindex  time index, 12-byte entries:
                                         max timestamp so far i64 | relative offset u32
+    00000000000000000000.txnindex   aborted transactions whose marker lies in the segment
+                                    (txnindex.py); only while there are any
     00000000000000004242.log ...    the next segment, named by its base offset (20 digits)
     00000000000000004242.producers  producer state as of offset 4242 (producers.py)
     start-offset                    log start offset checkpoint, decimal text
@@ -34,6 +36,10 @@ Invariants:
   partition has one file open for writing and a commit syncs only its log; recovery rebuilds
   them from the log whenever they are missing or disagree with it (the last segment after a
   crash always).
+- The transaction index is written whole when the segment is sealed, like the other two, but
+  it cannot be derived from the segment alone (an entry's first offset may lie in an earlier
+  one): recovery rebuilds the entries after the producer snapshot it starts from by replaying
+  the headers, and trusts the file for those before it (txnindex.py).
 """
 
 from collections.abc import Iterator, Sequence
@@ -41,9 +47,11 @@ from collections.abc import Iterator, Sequence
 from ...records.header import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, Buffer, crc_ok, iter_batches, parse_header
 from ..errors import CorruptBatch
 from ..store import AppendFile, Store
+from ..store.atomic import write_atomically
 from .config import LogConfig
-from .files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, offset_file
+from .files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, offset_file
 from .index import OffsetIndex, TimeIndex
+from .txnindex import AbortedTxn, to_bytes
 
 RELATIVE_OFFSET_MAX = 2**32 - 1
 SCAN_CHUNK_BYTES = 1 << 20  # how much recovery reads at a time while validating batches
@@ -62,6 +70,8 @@ class Segment:
         self.offset_index = OffsetIndex()
         self.time_index = TimeIndex()
         self.indexed_position = 0
+        self.aborted: list[AbortedTxn] = []  # transactions aborted by a marker in this segment, in order
+        self.txn_saved: int | None = 0  # entries its .txnindex holds: 0 for no file, None if unknown
         self._log: AppendFile | None = None
 
     # -- files ---------------------------------------------------------------------------
@@ -77,6 +87,10 @@ class Segment:
     @property
     def time_index_path(self) -> str:
         return offset_file(self.directory, self.base_offset, TIME_INDEX_SUFFIX)
+
+    @property
+    def txn_index_path(self) -> str:
+        return offset_file(self.directory, self.base_offset, TXN_INDEX_SUFFIX)
 
     def open_for_append(self) -> None:
         """Open the log file for appending (only the active segment is open; its indexes
@@ -94,13 +108,25 @@ class Segment:
         self._index_max_timestamp()
 
     def seal(self) -> None:
-        """Finish the time index, make the log durable, write both indexes whole and close
+        """Finish the time index, make the log durable, write the indexes whole and close
         the log."""
         self._index_max_timestamp()
         self.flush()
         self.offset_index.save(self.store, self.index_path)
         self.time_index.save(self.store, self.time_index_path)
+        self.save_aborted()
         self.close()
+
+    def save_aborted(self) -> None:
+        """Make the .txnindex hold exactly `aborted`: written atomically, or deleted when there
+        is none; nothing to do when it already does."""
+        if self.txn_saved == len(self.aborted):
+            return
+        if self.aborted:
+            write_atomically(self.store, self.txn_index_path, to_bytes(self.aborted))
+        else:
+            self.store.delete(self.txn_index_path)
+        self.txn_saved = len(self.aborted)
 
     def close(self) -> None:
         if self._log is not None:
@@ -115,7 +141,10 @@ class Segment:
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.index_path, self.time_index_path):
+        paths = [self.log_path, self.index_path, self.time_index_path]
+        if self.txn_saved != 0:
+            paths.append(self.txn_index_path)  # no store call for the file most segments never have
+        for path in paths:
             self.store.delete(path)
 
     # -- writing -------------------------------------------------------------------------

@@ -10,8 +10,9 @@ load learns that what it sent above C may be gone, and a reader that saw records
 it through the session history (OffsetForLeaderEpoch).
 
 C is also published in the partition's `checkpoint-<C>-<LSO>` file name for readers in other
-processes (engine/log/files.py, engine/log/reader.py): by the persister's sweeps while the partition is open, on open when
-the file is behind the recovered log, and on close.
+processes (engine/log/files.py, engine/log/reader.py): by the persister's sweeps while the
+partition is open, on open when the file is behind the recovered log, and on close. LSO is
+the last stable offset as of C (transactions.py): read-committed readers stop there.
 
 Threads: the event loop owns the tail, C and the waiters; the log is used under `lock`,
 from the loop (cheap calls) and from worker threads (persisting, store reads, retention);
@@ -34,13 +35,14 @@ from ..log.compaction import discard, rewrite
 from ..log.config import LogConfig
 from ..log.files import read_published, write_published
 from ..log.log import PartitionLog, check_handed
-from ..log.producers import ProducerState
+from ..log.producers import ProducerState, marker_type
 from ..log.recovery import recover
 from ..store.atomic import write_atomically
 from ..store.base import Store
 from .memory import MemoryPool
 from .sessions import SessionHistory, claim, claimed_after
 from .tail import Tail
+from .transactions import PartitionTransactions
 from .workers import Workers
 
 logger = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ class Partition:
         self.visibility = visibility  # "memory": readers see the whole tail, not only below C
         self.tail = Tail(log.end_offset)
         self.producers = _copy(log.producer_state)  # the log's, plus the batches in memory
+        self.transactions = PartitionTransactions(self.producers, log.aborted_transactions())
         self.closed = False
         self.persisting = False  # the persister's flag: a flush is scheduled or running
         self.on_checkpoint: Callable[[Partition], None] = lambda partition: None
@@ -122,8 +125,8 @@ class Partition:
         published = read_published(self.store, self.path)
         self._published_file = published
         self.published_checkpoint = published[0] if published is not None else 0
-        if self.published_checkpoint != self.checkpoint:
-            self.publish_checkpoint(self.checkpoint)
+        if (published or (0, 0)) != self.to_publish():
+            self.publish_checkpoint(*self.to_publish())
 
     # -- state -----------------------------------------------------------------------------
 
@@ -155,6 +158,16 @@ class Partition:
         """Readers see the offsets below it: C, or with visibility "memory" the tail's end."""
         return self.tail.end if self.visibility == "memory" else self.tail.checkpoint
 
+    @property
+    def last_stable(self) -> int:
+        """Read-committed readers see the offsets below it (LSO <= high watermark)."""
+        return self.transactions.last_stable(self.high_watermark)
+
+    def to_publish(self) -> tuple[int, int]:
+        """(C, LSO as of C): what readers in other processes may read (files.write_published)."""
+        checkpoint = self.checkpoint
+        return checkpoint, self.transactions.last_stable(checkpoint)
+
     # -- writing ---------------------------------------------------------------------------
 
     def append(self, batch: bytearray, header: BatchHeader, version: int | None = None,
@@ -171,7 +184,8 @@ class Partition:
         header = header._replace(base_offset=self.tail.end, leader_epoch=self.session)
         set_base_offset(batch, header.base_offset)
         set_leader_epoch(batch, self.session)
-        self.producers.update(header)
+        completed = self.producers.update(header, marker_type(batch, header))
+        self.transactions.completed(completed, self.checkpoint)
         self.tail.append(batch, header)
         self.pool.added(header.size)
         return header.base_offset
@@ -182,7 +196,8 @@ class Partition:
         producer's transaction through `append`, as any batch (offset, session as leader
         epoch, memory tail); returns its offset. Markers carry no sequence, so producer
         state lets them pass. Only the engine writes these: the gateway refuses produced
-        control batches."""
+        control batches. The marker closes the producer's open transaction here, if it has
+        one; an ABORT joins the aborted transactions readers are told of."""
         control_type = ControlType.COMMIT if commit else ControlType.ABORT
         batch = build_control_batch(producer_id, producer_epoch, control_type, coordinator_epoch, timestamp_ms)
         return self.append(batch, parse_header(batch))
@@ -225,6 +240,7 @@ class Partition:
     def persisted(self, offset: int) -> None:
         """Event loop: the log now ends at `offset`; move C and wake whoever waits for it."""
         moved = self.tail.mark_persisted(offset)
+        self.transactions.persisted(self.tail.checkpoint)
         self.pool.persisted(self.tail, moved)
         still = []
         for wanted, future in self._checkpoint_waiters:
@@ -236,32 +252,33 @@ class Partition:
         self._checkpoint_waiters = still
         self.on_checkpoint(self)
 
-    def publish_checkpoint(self, checkpoint: int) -> None:
-        """Worker thread (or close): write C, and LSO = C until transactions exist, where
-        outside readers find it. Skipped once closed, except by close itself; a publish
-        still running (a stuck store call) makes this one give way."""
+    def publish_checkpoint(self, checkpoint: int, last_stable: int) -> None:
+        """Worker thread (or close): write C and the LSO (as `to_publish` gave them on the
+        loop) where outside readers find them. Skipped once closed, except by close itself;
+        a publish still running (a stuck store call) makes this one give way."""
         if not self._publish_lock.acquire(blocking=False):
             raise TimeoutError(f"{self.path}: an earlier checkpoint publish is still running")
         try:
             if not self.closed:
-                self._write_published(checkpoint)
+                self._write_published(checkpoint, last_stable)
         finally:
             self._publish_lock.release()
 
-    def _write_published(self, checkpoint: int) -> None:
+    def _write_published(self, checkpoint: int, last_stable: int) -> None:
         previous, self._published_file = self._published_file, None  # unknown if this fails
-        write_published(self.store, self.path, checkpoint, checkpoint, previous)
-        self._published_file = (checkpoint, checkpoint)
+        write_published(self.store, self.path, checkpoint, last_stable, previous)
+        self._published_file = (checkpoint, last_stable)
         self.published_checkpoint = checkpoint
 
     # -- reading ---------------------------------------------------------------------------
 
-    def read_memory(self, offset: int, max_bytes: int) -> bytes | bytearray | None:
-        """Whole batches below the high watermark from `offset` if memory holds them; None if
-        the store must be read (read_stored). Raises OffsetOutOfRange outside [start, end]."""
+    def read_memory(self, offset: int, max_bytes: int, limit: int | None = None) -> bytes | bytearray | None:
+        """Whole batches below `limit` (default: the high watermark) from `offset` if memory
+        holds them; None if the store must be read (read_stored). Raises OffsetOutOfRange
+        outside [start, end]."""
         if not self.start_offset <= offset <= self.end_offset:
             raise OffsetOutOfRange(f"offset {offset} outside [{self.start_offset}, {self.end_offset}]")
-        data = self.tail.read(offset, max_bytes, self.high_watermark)
+        data = self.tail.read(offset, max_bytes, self.high_watermark if limit is None else limit)
         if data is not None:
             self.pool.read(self.tail)
         return data
@@ -365,10 +382,11 @@ class Partition:
 
     def _publish_final(self) -> None:
         """On close: publish the last C unless it is published already (or the store hangs)."""
-        if self.checkpoint == self.published_checkpoint or not self._publish_lock.acquire(timeout=CLOSE_WAIT_S):
+        final = self.to_publish()  # closed: only a late flush result may still move C, on the loop
+        if final == (self._published_file or (0, 0)) or not self._publish_lock.acquire(timeout=CLOSE_WAIT_S):
             return
         try:
-            self._write_published(self.checkpoint)
+            self._write_published(*final)
         except OSError as error:
             logger.warning("%s: could not publish the final checkpoint %d: %s", self.path, self.checkpoint, error)
         finally:

@@ -20,10 +20,11 @@ lives, and nothing is written twice. A flush or reopen that does not return with
 timeout (a store call that hangs) is abandoned the same way: its thread is left behind, a
 fresh worker takes its place, and the reopened log no longer shares anything with it.
 
-C is also published for readers in other processes (engine/log/reader.py): when C moves, the
-partition joins a set of unpublished ones, and `publish_ms` after the first of them (a
-setting, `checkpoint_publish_ms`) one sweep renames each one's checkpoint file to its new C
-on PUBLISH_THREADS threads of their own (engine/log/files.py). With a thousand partitions
+C (with the LSO as of C, which moves only with it) is also published for readers in other
+processes (engine/log/reader.py): when C moves, the partition joins a set of unpublished
+ones, and `publish_ms` after the first of them (a setting, `checkpoint_publish_ms`) one
+sweep renames each one's checkpoint file to its new C on PUBLISH_THREADS threads of their
+own (engine/log/files.py). With a thousand partitions
 taking writes a sweep is a thousand NameNode renames, each an edit the NameNode logs and
 syncs like the length update of every hsync: on the flush workers, flushes queued behind
 them waited up to a quarter of a second on the reference HDFS, and with as many threads as
@@ -275,7 +276,7 @@ class Persister:
     def _publish(self) -> None:
         """One sweep: each unpublished partition's C, written on the worker threads."""
         self._publish_timer = None
-        items = [(p, p.checkpoint) for p in self._unpublished if not p.closed]
+        items = [(p, p.to_publish()) for p in self._unpublished if not p.closed]
         self._unpublished = {}
         jobs = min(PUBLISH_THREADS, len(items))
         self._publishing = jobs
@@ -356,12 +357,12 @@ def _write_all(items: list[Unpersisted]) -> list[int | BaseException]:
     return results
 
 
-def _publish_all(items: list[tuple[Partition, int]]) -> list[BaseException | None]:
-    """Worker thread: publish each partition's C; one failure does not stop the rest."""
+def _publish_all(items: list[tuple[Partition, tuple[int, int]]]) -> list[BaseException | None]:
+    """Worker thread: publish each partition's C and LSO; one failure does not stop the rest."""
     results: list[BaseException | None] = []
-    for partition, checkpoint in items:
+    for partition, (checkpoint, last_stable) in items:
         try:
-            partition.publish_checkpoint(checkpoint)
+            partition.publish_checkpoint(checkpoint, last_stable)
             results.append(None)
         except Exception as error:  # noqa: BLE001 - handed back per partition
             results.append(error)

@@ -64,6 +64,11 @@ class TransactionCoordinator:
         for meta in records:
             self._txns[meta.transactional_id] = meta
 
+    def forget(self, transactional_ids: Iterable[str]) -> None:
+        """Stop coordinating these ids (their shard moved away, or their log lacks them)."""
+        for transactional_id in transactional_ids:
+            self._txns.pop(transactional_id, None)
+
     def pending_markers(self) -> list[Markers]:
         """The markers of every transaction being prepared: after a replay they are written
         again (markers are idempotent: a partition that has one for this epoch skips it)."""
@@ -174,5 +179,4 @@ class TransactionCoordinator:
 
 def _markers(meta: TxnMetadata) -> Markers:
     commit = meta.state is TxnState.PREPARE_COMMIT
-    return Markers(meta.transactional_id, meta.producer_id, meta.epoch, commit, meta.partitions,
-                   meta.groups if commit else frozenset())
+    return Markers(meta.transactional_id, meta.producer_id, meta.epoch, commit, meta.partitions, meta.groups)

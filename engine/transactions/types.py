@@ -66,8 +66,9 @@ class TxnMetadata:
 
 @dataclass(frozen=True, slots=True)
 class Markers:
-    """Write a commit or abort marker into each partition, then tell the coordinator
-    (`markers_written`); a commit also applies the groups' pending offsets."""
+    """Write a commit or abort marker into each partition and end the transaction's staged
+    offsets in each group (applied on commit, dropped on abort), then tell the coordinator
+    (`markers_written`)."""
 
     transactional_id: str
     producer_id: int

@@ -6,6 +6,11 @@ with `martlet.visibility = memory` moves the high watermark to the end of what i
 delivery no longer waits for the store, and a crash may take back what was read (the new
 leader epoch tells KIP-320 consumers, through OffsetForLeaderEpoch).
 
+A read_committed fetch (isolation_level 1, KIP-98) stops at the last stable offset (LSO): the
+first offset of a transaction not yet decided, or the high watermark. Its answer lists the
+aborted transactions that overlap the records returned, as [producer id, first offset], so the
+consumer drops their batches up to each one's ABORT marker. Every answer names the LSO.
+
 The answer is sent as soon as min_bytes are available or an error occurred, else when
 max_wait_ms runs out (capped by the gateway's fetch_wait_ms_max). max_bytes bounds the
 whole answer and partition_max_bytes each partition, except that the first batch found
@@ -34,6 +39,7 @@ from ..internal_topics import OFFSETS, READ_REFUSED, internal_by_id, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     FetchableTopicAnswer,
+    FetchAbortedTransactionAnswer,
     FetchAnswer,
     FetchNodeEndpointAnswer,
     FetchPartitionDataAnswer,
@@ -68,15 +74,16 @@ NAMES_LEADER = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
 @handles(ApiKey.FETCH, 4, 18, Codec(encode=encode_fetch_response))
 async def fetch(ctx: Context, header: RequestHeader, request: FetchRequest) -> FetchAnswer:
     wanted = _wanted(ctx, request, header.api_version >= TOPIC_IDS_FROM)
+    committed = request.isolation_level != READ_UNCOMMITTED
     wait_ms = min(max(millis(request.max_wait), 0), ctx.settings.fetch_wait_ms_max)
     deadline = time.monotonic() + wait_ms / 1000
     while True:
-        answers, size, failed = await _collect(ctx, wanted, request.max_bytes)
+        answers, size, failed = await _collect(ctx, wanted, request.max_bytes, committed)
         remaining_ms = int((deadline - time.monotonic()) * 1000)
         if size >= request.min_bytes or failed or remaining_ms <= 0 or not wanted:
             break
-        await ctx.partitions.wait_for_data([(w.tp, w.offset) for w in wanted], remaining_ms)
-    if request.isolation_level == READ_UNCOMMITTED:
+        await ctx.partitions.wait_for_data([(w.tp, w.offset) for w in wanted], remaining_ms, committed)
+    if not committed:
         for _, partition in answers:
             if partition["error_code"] == ErrorCode.none:
                 partition["aborted_transactions"] = None  # as Kafka: the list is for read_committed only
@@ -105,20 +112,20 @@ def _wanted(ctx: Context, request: FetchRequest, by_id: bool) -> list[Wanted]:
     return wanted
 
 
-async def _collect(ctx: Context, wanted: list[Wanted],
-                   max_bytes: int) -> tuple[list[tuple[Wanted, FetchPartitionDataAnswer]], int, bool]:
+async def _collect(ctx: Context, wanted: list[Wanted], max_bytes: int,
+                   committed: bool) -> tuple[list[tuple[Wanted, FetchPartitionDataAnswer]], int, bool]:
     answers = []
     size = 0
     failed = False
     for item in wanted:
-        answer = await _read(ctx, item, max(max_bytes - size, 0), first=size == 0)
+        answer = await _read(ctx, item, max(max_bytes - size, 0), size == 0, committed)
         size += len(answer["records"] or b"")
         failed = failed or answer["error_code"] != ErrorCode.none
         answers.append((item, answer))
     return answers, size, failed
 
 
-async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> FetchPartitionDataAnswer:
+async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool, committed: bool) -> FetchPartitionDataAnswer:
     if item.unknown:
         return _answer(item, ErrorCode.unknown_topic_id)
     if is_internal(item.tp.topic):
@@ -132,25 +139,30 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool) -> F
         return _pointed(ctx, item, _answer(item, code))
     records: Records = b""
     limit = min(item.max_bytes, budget_bytes)
-    if limit > 0 or first:
-        try:
-            records = await ctx.partitions.read(item.tp, item.offset, max(limit, 1))
+    aborted: list[FetchAbortedTransactionAnswer] = []
+    try:
+        if limit > 0 or first:
+            records = await ctx.partitions.read(item.tp, item.offset, max(limit, 1), committed)
             info = ctx.partitions.info(item.tp)  # after the read: the high watermark covers what it returned
-        except errors.EngineError as error:
-            return _answer(item, error_code(error))
-        if len(records) > limit and not first:
-            records = b""  # only the first batch of the answer may exceed the limits
-    return _answer(item, ErrorCode.none, info, records)
+            if len(records) > limit and not first:
+                records = b""  # only the first batch of the answer may exceed the limits
+        if committed:
+            aborted = [{"producer_id": producer_id, "first_offset": first_offset}
+                       for producer_id, first_offset in ctx.partitions.aborted_transactions(item.tp, item.offset, records)]
+    except errors.EngineError as error:
+        return _answer(item, error_code(error))
+    return _answer(item, ErrorCode.none, info, records, aborted)
 
 
-def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None,
-            records: Records = b"") -> FetchPartitionDataAnswer:
+def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None, records: Records = b"",
+            aborted: list[FetchAbortedTransactionAnswer] | None = None) -> FetchPartitionDataAnswer:
     """A partition's answer; as Kafka, a refused read (no `info`) names no offsets (-1)."""
-    high_watermark = info.high_watermark if info else -1  # also the LSO, until transactions exist
-    return {"partition_index": item.tp.partition, "error_code": code, "high_watermark": high_watermark,
-            "last_stable_offset": high_watermark, "log_start_offset": info.start_offset if info else -1,
-            "aborted_transactions": [] if info or code in BEFORE_READING else None, "preferred_read_replica": -1,
-            "records": records}
+    if aborted is None:
+        aborted = [] if info or code in BEFORE_READING else None
+    return {"partition_index": item.tp.partition, "error_code": code,
+            "high_watermark": info.high_watermark if info else -1,
+            "last_stable_offset": info.last_stable if info else -1, "log_start_offset": info.start_offset if info else -1,
+            "aborted_transactions": aborted, "preferred_read_replica": -1, "records": records}
 
 
 def _pointed(ctx: Context, item: Wanted, answer: FetchPartitionDataAnswer) -> FetchPartitionDataAnswer:

@@ -131,22 +131,24 @@ def _commit_answer(request: OffsetCommitRequest, code: CodeOf) -> OffsetCommitAn
 async def offset_fetch(ctx: Context, header: RequestHeader, request: OffsetFetchRequest) -> OffsetFetchAnswer:
     if header.api_version >= 8:
         by_id = header.api_version >= TOPIC_IDS_FROM
-        return {"throttle_time": 0, "groups": [_fetch_batched(ctx, g, by_id) for g in request.groups]}
+        stable = bool(getattr(request, "require_stable", False))
+        return {"throttle_time": 0, "groups": [_fetch_batched(ctx, g, by_id, stable) for g in request.groups]}
     # v1-v7: one group, named at the top level; its answer's topics have the same fields
     group_id: str = request.group_id  # type: ignore[attr-defined]
     if not ctx.groups.coordinates(group_id):
         return {"throttle_time": 0, "topics": [], "error_code": ErrorCode.not_coordinator}
-    topics = _fetch_group(ctx, group_id, request.topics, by_id=False)  # type: ignore[attr-defined]
+    stable = bool(getattr(request, "require_stable", False))
+    topics = _fetch_group(ctx, group_id, request.topics, False, stable)  # type: ignore[attr-defined]
     return {"throttle_time": 0, "topics": topics, "error_code": ErrorCode.none}
 
 
-def _fetch_batched(ctx: Context, group: OffsetFetchRequestGroup, by_id: bool) -> OffsetFetchGroupAnswer:
+def _fetch_batched(ctx: Context, group: OffsetFetchRequestGroup, by_id: bool, stable: bool) -> OffsetFetchGroupAnswer:
     """v9+ members of a consumer-protocol group name themselves and their epoch (KIP-848)."""
     error = ctx.groups.validate_fetch(group.group_id, getattr(group, "member_id", None),
                                       getattr(group, "member_epoch", -1))
     if error is not GroupError.NONE:
         return {"group_id": group.group_id, "topics": [], "error_code": group_code(error)}
-    return {"group_id": group.group_id, "topics": _fetch_group(ctx, group.group_id, group.topics, by_id),
+    return {"group_id": group.group_id, "topics": _fetch_group(ctx, group.group_id, group.topics, by_id, stable),
             "error_code": ErrorCode.none}
 
 
@@ -159,11 +161,13 @@ class _Wanted(Protocol):
 
 
 def _fetch_group(ctx: Context, group_id: str, topics: Iterable[_Wanted] | None,
-                 by_id: bool) -> list[OffsetFetchTopicsAnswer]:
+                 by_id: bool, stable: bool) -> list[OffsetFetchTopicsAnswer]:
     """The committed offsets asked for (all of the group's when `topics` is None); topics
-    are named by id in the answer when `by_id` (v10+), else by name only."""
+    are named by id in the answer when `by_id` (v10+), else by name only. With `stable`
+    (require_stable, KIP-447) an offset an open transaction stages answers
+    UNSTABLE_OFFSET_COMMIT, which clients retry until the transaction's markers are written."""
     if topics is None:
-        return _all_committed(ctx, group_id, by_id)
+        return _all_committed(ctx, group_id, by_id, stable)
     answer: list[OffsetFetchTopicsAnswer] = []
     for topic in topics:
         name, known, topic_id = _named(ctx, topic)
@@ -173,13 +177,17 @@ def _fetch_group(ctx: Context, group_id: str, topics: Iterable[_Wanted] | None,
                            "metadata": "", "error_code": ErrorCode.unknown_topic_id}
                           for index in topic.partition_indexes]
         else:
-            partitions = [_fetch_one(ctx, group_id, name, known, index) for index in topic.partition_indexes]
+            partitions = [_fetch_one(ctx, group_id, name, known, index, stable) for index in topic.partition_indexes]
         answer.append({"name": name, "topic_id": topic_id, "partitions": partitions} if by_id else
                       {"name": name, "partitions": partitions})
     return answer
 
 
-def _fetch_one(ctx: Context, group_id: str, name: str, topic: Topic | None, index: int) -> OffsetFetchPartitionsAnswer:
+def _fetch_one(ctx: Context, group_id: str, name: str, topic: Topic | None, index: int,
+               stable: bool) -> OffsetFetchPartitionsAnswer:
+    if stable and ctx.groups.unstable(group_id, name, index):
+        return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                "error_code": ErrorCode.unstable_offset_commit}
     committed = ctx.groups.committed(group_id, name, index, topic.resource.uid.hex) if topic else None
     if committed is None:
         return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
@@ -189,12 +197,12 @@ def _fetch_one(ctx: Context, group_id: str, name: str, topic: Topic | None, inde
             "error_code": ErrorCode.none}
 
 
-def _all_committed(ctx: Context, group_id: str, by_id: bool) -> list[OffsetFetchTopicsAnswer]:
+def _all_committed(ctx: Context, group_id: str, by_id: bool, stable: bool) -> list[OffsetFetchTopicsAnswer]:
     by_topic: dict[str, list[OffsetFetchPartitionsAnswer]] = {}
     for (name, index), committed in sorted(ctx.groups.all_committed(group_id).items()):
         topic = ctx.topics.find(name)
         if topic is not None and topic.resource.uid.hex == committed.topic_id:
-            by_topic.setdefault(name, []).append(_fetch_one(ctx, group_id, name, topic, index))
+            by_topic.setdefault(name, []).append(_fetch_one(ctx, group_id, name, topic, index, stable))
     if not by_id:
         return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
     return [{"name": name, "topic_id": ctx.topics.get(name).resource.uid, "partitions": partitions}

@@ -58,12 +58,11 @@ async def find_coordinator(ctx: Context, header: RequestHeader, request: FindCoo
 
 
 def _coordinator(ctx: Context, key: str, key_type: int) -> FindCoordinatorCoordinatorAnswer:
-    if key_type == TRANSACTION_KEY:
-        return {"key": key, "error_code": ErrorCode.coordinator_not_available, "node_id": -1, "host": "",
-                "port": -1, "error_message": "transactions are not supported yet"}
-    if key_type != GROUP_KEY:  # Kafka 4.4 without share groups answers INVALID_REQUEST too
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY):  # Kafka 4.4 without share groups answers INVALID_REQUEST too
         return {"key": key, "error_code": ErrorCode.invalid_request, "node_id": -1, "host": "",
                 "port": -1, "error_message": f"coordinator key type {key_type} is not served"}
+    # A transactional id lives in the offsets shard its id hashes to, as a group does
+    # (engine/transactions/service.py), so both kinds of key find the same coordinator.
     if ctx.groups.coordinates(key):  # this node: the address it advertises
         settings = ctx.settings
         return {"key": key, "error_code": ErrorCode.none, "node_id": ctx.node_id, "host": settings.advertised_host,

@@ -2,7 +2,11 @@
 
 ListOffsets' special timestamps are taken from the version Kafka takes them (SPECIAL_FROM);
 an older version asking for one is answered UNSUPPORTED_VERSION, as Kafka answers it. A
-partition a ListOffsets request names twice is answered once, INVALID_REQUEST, as Kafka does."""
+partition a ListOffsets request names twice is answered once, INVALID_REQUEST, as Kafka does.
+As Kafka's Partition.fetchOffsetForTimestamp, a lookup answers only offsets a consumer of the
+request's isolation level may fetch: latest (-1) is the high watermark, or the last stable
+offset for read_committed (isolation_level 1, v2+), and a lookup by time (or -3) that finds an
+offset at or past that bound answers none; earliest is never bounded."""
 
 from __future__ import annotations
 
@@ -41,19 +45,21 @@ EARLIEST_LOCAL = -4  # KIP-405, v8+: the log start offset (all of a log is "loca
 LATEST_TIERED = -5  # KIP-1005, v9+: nothing is tiered, so no offset
 EARLIEST_PENDING_UPLOAD = -6  # v11+: nothing waits for tiering, so no offset
 SPECIAL_FROM = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9, EARLIEST_PENDING_UPLOAD: 11}
+READ_COMMITTED = 1
 
 
 @handles(ApiKey.LIST_OFFSETS, 1, 11)
 async def list_offsets(ctx: Context, header: RequestHeader, request: ListOffsetsRequest) -> ListOffsetsAnswer:
     counts = Counter((topic.name, p.partition_index) for topic in request.topics for p in topic.partitions)
     answered: set[tuple[str, int]] = set()
+    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED  # v2+
     topics: list[ListOffsetsTopicAnswer] = []
     for topic in request.topics:
         partitions = []
         for wanted in topic.partitions:
             key = (topic.name, wanted.partition_index)
             if counts[key] == 1:
-                partitions.append(await _list_one(ctx, topic.name, wanted, header.api_version))
+                partitions.append(await _list_one(ctx, topic.name, wanted, header.api_version, committed))
             elif key not in answered:  # as Kafka: a partition asked twice is answered once, INVALID_REQUEST
                 answered.add(key)
                 partitions.append({"partition_index": wanted.partition_index, "error_code": ErrorCode.invalid_request,
@@ -62,7 +68,8 @@ async def list_offsets(ctx: Context, header: RequestHeader, request: ListOffsets
     return {"throttle_time": 0, "topics": topics}
 
 
-async def _list_one(ctx: Context, topic: str, wanted: ListOffsetsPartition, version: int) -> ListOffsetsPartitionAnswer:
+async def _list_one(ctx: Context, topic: str, wanted: ListOffsetsPartition, version: int,
+                    committed: bool) -> ListOffsetsPartitionAnswer:
     answer: ListOffsetsPartitionAnswer = {"partition_index": wanted.partition_index, "error_code": ErrorCode.none,
                                           "timestamp": -1, "offset": -1, "leader_epoch": -1}
     if wanted.timestamp < EARLIEST and version < SPECIAL_FROM.get(wanted.timestamp, version + 1):
@@ -75,17 +82,25 @@ async def _list_one(ctx: Context, topic: str, wanted: ListOffsetsPartition, vers
         code = epoch_error(getattr(wanted, "current_leader_epoch", -1), info.session)
         if code != ErrorCode.none:
             return answer | {"error_code": code}
-        timestamp, offset = await _offset_for(ctx, tp, info, wanted.timestamp)
+        fetchable = info.last_stable if committed else info.high_watermark
+        timestamp, offset = await _offset_for(ctx, tp, info, wanted.timestamp, fetchable)
     except errors.EngineError as error:
         return answer | {"error_code": error_code(error)}
     return answer | {"timestamp": timestamp, "offset": offset, "leader_epoch": info.session if offset >= 0 else -1}
 
 
-async def _offset_for(ctx: Context, tp: TopicPartition, info: PartitionInfo, timestamp: int) -> tuple[int, int]:
+async def _offset_for(ctx: Context, tp: TopicPartition, info: PartitionInfo, timestamp: int,
+                      fetchable: int) -> tuple[int, int]:
+    """`fetchable`: the offset a consumer of the request's isolation level may fetch up to."""
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, info.start_offset
     if timestamp == LATEST:
-        return -1, info.high_watermark
+        return -1, fetchable
+    found = await _looked_up(ctx, tp, info, timestamp)
+    return found if found[1] < fetchable else (-1, -1)
+
+
+async def _looked_up(ctx: Context, tp: TopicPartition, info: PartitionInfo, timestamp: int) -> tuple[int, int]:
     if timestamp == MAX_TIMESTAMP:
         return await _max_timestamp(ctx, tp)
     if timestamp < 0:  # LATEST_TIERED, EARLIEST_PENDING_UPLOAD

@@ -9,6 +9,10 @@
 - On a CreateTime topic, records stamped more than message.timestamp.before.max.ms before
   now or message.timestamp.after.max.ms after it (Kafka's default: one hour) refuse their
   batch with INVALID_TIMESTAMP, each named in record_errors with Kafka's message.
+- Transactional batches (KIP-98) are stored like any other; the partition keeps the
+  producer's transaction open until the coordinator's marker (engine/log/producers.py), and
+  refuses a batch outside it from a producer with one open (INVALID_TXN_STATE). Control
+  batches are the broker's own: a produced one is INVALID_RECORD (records/validate.py).
 - A topic whose compression.type names a codec stores every batch in it: one sent in another
   codec is recompressed (its records block as one piece; offsets, timestamps and producer
   fields stay), as Kafka does.
@@ -168,8 +172,6 @@ def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data:
     tp = TopicPartition(topic.name, index)
     try:
         batch, header = validate_produced(partition_data.records, topic.config.max_batch_bytes)
-        if header.is_transactional or request.transactional_id is not None:
-            return _failure(index, ErrorCode.invalid_txn_state, "transactions are not supported yet")
         append_time = -1
         if topic.config.timestamp_type == "append":
             append_time = ctx.clock.now_ms()

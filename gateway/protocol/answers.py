@@ -300,6 +300,74 @@ class DescribeConfigsAnswer(TypedDict, total=False):
     results: Sequence[DescribeConfigsResultAnswer]
 
 
+class TxnOffsetCommitPartitionAnswer(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+
+
+class TxnOffsetCommitTopicAnswer(TypedDict, total=False):
+    name: str
+    partitions: Sequence[TxnOffsetCommitPartitionAnswer]
+
+
+class TxnOffsetCommitAnswer(TypedDict, total=False):
+    throttle_time: int
+    topics: Sequence[TxnOffsetCommitTopicAnswer]
+
+
+class WriteTxnMarkersWritableTxnMarkerPartitionResultAnswer(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+
+
+class WriteTxnMarkersWritableTxnMarkerTopicResultAnswer(TypedDict, total=False):
+    name: str
+    partitions: Sequence[WriteTxnMarkersWritableTxnMarkerPartitionResultAnswer]
+
+
+class WriteTxnMarkersWritableTxnMarkerResultAnswer(TypedDict, total=False):
+    producer_id: int
+    topics: Sequence[WriteTxnMarkersWritableTxnMarkerTopicResultAnswer]
+
+
+class WriteTxnMarkersAnswer(TypedDict, total=False):
+    markers: Sequence[WriteTxnMarkersWritableTxnMarkerResultAnswer]
+
+
+class EndTxnAnswer(TypedDict, total=False):
+    throttle_time: int
+    error_code: ErrorCode
+    producer_id: int
+    producer_epoch: int
+
+
+class AddOffsetsToTxnAnswer(TypedDict, total=False):
+    throttle_time: int
+    error_code: ErrorCode
+
+
+class AddPartitionsToTxnResultAnswer(TypedDict, total=False):
+    transactional_id: str
+    topic_results: Sequence[AddPartitionsToTxnTopicResultAnswer]
+
+
+class AddPartitionsToTxnPartitionResultAnswer(TypedDict, total=False):
+    partition_index: int
+    partition_error_code: ErrorCode
+
+
+class AddPartitionsToTxnTopicResultAnswer(TypedDict, total=False):
+    name: str
+    results_by_partition: Sequence[AddPartitionsToTxnPartitionResultAnswer]
+
+
+class AddPartitionsToTxnAnswer(TypedDict, total=False):
+    throttle_time: int
+    results_by_topic_v3_and_below: Sequence[AddPartitionsToTxnTopicResultAnswer]
+    error_code: ErrorCode
+    results_by_transaction: Sequence[AddPartitionsToTxnResultAnswer]
+
+
 class OffsetForLeaderEpochEpochEndOffsetAnswer(TypedDict, total=False):
     error_code: ErrorCode
     partition: int

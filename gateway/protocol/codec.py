@@ -131,6 +131,30 @@ def encode_response(header: RequestHeader, body: Any) -> bytes:
     return bytes(data)
 
 
+def encode_request(body: object, correlation_id: int, client_id: str) -> bytes:
+    """A whole request frame (size prefix included) for `body`, a kio request entity: what a
+    broker sends another broker."""
+    cls: Any = type(body)
+    header_cls = cls.__header_schema__
+    header = header_cls(request_api_key=cls.__api_key__, request_api_version=cls.__version__,
+                        correlation_id=correlation_id, client_id=client_id)
+    out = io.BytesIO()
+    out.write(b"\0\0\0\0")
+    entity_writer(header_cls)(out, header)
+    _writer(cls)(out, body)
+    data = out.getbuffer()
+    struct.pack_into(">i", data, 0, len(data) - 4)
+    return bytes(data)
+
+
+def decode_response(frame: bytes, api_key: int, api_version: int) -> tuple[int, object]:
+    """(correlation id, body) of a response frame without its size prefix."""
+    cls: Any = response_type(api_key, api_version)
+    header, used = entity_reader(cls.__header_schema__)(frame, 0)
+    body, _ = _reader(cls)(frame, used)
+    return header.correlation_id, body
+
+
 def build_response(header: RequestHeader, data: Mapping[str, Any]) -> Any:
     return build(response_type(header.api_key, header.api_version), data)
 

@@ -65,10 +65,11 @@ class CoordinatorMachine(RuleBasedStateMachine):
             assert txn not in self.marked, f"markers twice for {markers}"  # once per transaction
             self.marked.append(txn)
             assert markers.partitions == frozenset(txn.added), (markers, txn)
+            assert markers.groups == frozenset(txn.groups)
             if markers.commit:
-                assert txn.outcome == "commit" and markers.groups == frozenset(txn.groups)
+                assert txn.outcome == "commit"
             else:
-                assert txn.outcome != "commit" and not markers.groups
+                assert txn.outcome != "commit"
                 txn.outcome = "abort"
             self.due[markers.transactional_id] = markers
         return outcome

@@ -91,8 +91,7 @@ def test_parse_findings_rejects_a_malformed_line() -> None:
 def test_the_shipped_findings_parse_and_name_real_scenarios() -> None:
     from martlet.compat.scenarios import SCENARIOS
 
-    findings = load_findings()
-    assert findings, "compat/FINDINGS.md lists no findings"
+    findings = load_findings()  # empty once every gap is closed
     assert {f.scenario for f in findings} <= set(SCENARIOS)
     assert [f.rank for f in findings] == sorted(f.rank for f in findings)
 

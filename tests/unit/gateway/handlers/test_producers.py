@@ -1,4 +1,5 @@
-"""InitProducerId without a transactional id: every request gets a fresh id at epoch 0.
+"""InitProducerId without a transactional id: every request gets a fresh id at epoch 0
+(with one: test_transactions.py).
 
 Apache Kafka (4.4.0, checked with a raw request) ignores producer_id/producer_epoch when
 transactional_id is null and "blindly" hands out a new id; only transactional producers get
@@ -25,8 +26,3 @@ def test_named_id_and_epoch_get_a_fresh_id_without_a_transactional_id(broker: Br
     code, renewed, epoch = init(broker, producer_id=producer_id, producer_epoch=0)
     assert (code, epoch) == (0, 0)
     assert renewed >= 0 and renewed != producer_id
-
-
-def test_transactional_ids_are_refused(broker: Broker) -> None:
-    code, producer_id, _ = init(broker, transactional_id="tx")
-    assert code != 0 and producer_id == -1

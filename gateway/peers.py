@@ -1,0 +1,61 @@
+"""What a broker asks other brokers: transaction markers (WriteTxnMarkers v1) for the
+partitions and offsets shards they serve (engine/transactions/service.py `send_markers`).
+
+One short connection per call, bounded by CALL_TIMEOUT_S: markers are written once per
+transaction and node, and the transaction stays prepared (the coordinator retries) if a
+call fails, so there is nothing to gain from keeping connections open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+
+from kio.schema.errors import ErrorCode
+from kio.schema.write_txn_markers.v1.response import WriteTxnMarkersResponse
+
+from ..engine.api import NodeIdentity, RemoteMarkers, TopicPartition
+from .internal_topics import OFFSETS
+from .protocol.apis import ApiKey
+from .protocol.codec import build, decode_response, encode_request, request_type
+
+CALL_TIMEOUT_S = 10.0
+MARKERS_VERSION = 1
+CLIENT_ID = "martlet-broker"
+_SIZE = struct.Struct(">i")
+_correlation = itertools.count(1)
+
+
+async def send_markers(node: NodeIdentity, markers: RemoteMarkers) -> list[str]:
+    """Ask `node` to write these markers; what it could not mark, as "topic-partition: error"."""
+    topics: dict[str, list[int]] = {}
+    for tp in markers.partitions:
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    if markers.shards:
+        topics[OFFSETS] = list(markers.shards)
+    request = build(request_type(ApiKey.WRITE_TXN_MARKERS, MARKERS_VERSION), {"markers": [{
+        "producer_id": markers.producer_id, "producer_epoch": markers.epoch,
+        "transaction_result": markers.commit, "coordinator_epoch": 0,
+        "topics": [{"name": name, "partition_indexes": indexes} for name, indexes in topics.items()]}]})
+    answer = await asyncio.wait_for(_call(node, request), CALL_TIMEOUT_S)
+    return [f"{TopicPartition(topic.name, p.partition_index)}: {ErrorCode(p.error_code).name}"
+            for result in answer.markers for topic in result.topics for p in topic.partitions
+            if p.error_code != ErrorCode.none]
+
+
+async def _call(node: NodeIdentity, request: object) -> WriteTxnMarkersResponse:
+    correlation_id = next(_correlation)
+    reader, writer = await asyncio.open_connection(node.host, node.port)
+    try:
+        writer.write(encode_request(request, correlation_id, CLIENT_ID))
+        await writer.drain()
+        (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+        frame = await reader.readexactly(size)
+    finally:
+        writer.close()
+    answered, body = decode_response(frame, ApiKey.WRITE_TXN_MARKERS, MARKERS_VERSION)
+    if answered != correlation_id:
+        raise ConnectionError(f"node {node.node_id} answered correlation id {answered}, not {correlation_id}")
+    assert isinstance(body, WriteTxnMarkersResponse)
+    return body
