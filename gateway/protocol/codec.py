@@ -131,7 +131,7 @@ def encode_response(header: RequestHeader, body: Any) -> bytes:
     return bytes(data)
 
 
-def encode_request(body: object, correlation_id: int, client_id: str) -> bytes:
+def encode_request(body: object, correlation_id: int, client_id: str | None) -> bytes:
     """A whole request frame (size prefix included) for `body`, a kio request entity: what a
     broker sends another broker."""
     cls: Any = type(body)

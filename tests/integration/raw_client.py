@@ -7,7 +7,6 @@ corrupt batches, resent idempotent batches. Also builds magic v2 record batches 
 
 from __future__ import annotations
 
-import io
 import socket
 import struct
 from collections.abc import Sequence
@@ -16,7 +15,9 @@ from typing import Any
 import crc32c
 from kio.index import load_response_schema
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
+
+from martlet.gateway.protocol.codec import encode_request as codec_encode_request
 
 TIMEOUT_S = 10.0
 FRAME_BYTES_MAX = 64 * 1024 * 1024
@@ -79,14 +80,9 @@ class RawClient:
 
 
 def encode_request(entity: Any, correlation_id: int, client_id: str | None = "raw") -> bytes:
-    """A whole request frame (size prefix included) for a kio request entity."""
-    cls = type(entity)
-    header = cls.__header_schema__(request_api_key=cls.__api_key__, request_api_version=cls.__version__,
-                                   correlation_id=correlation_id, client_id=client_id)
-    out = io.BytesIO()
-    entity_writer(cls.__header_schema__)(out, header)
-    entity_writer(cls)(out, entity)
-    return frame(out.getvalue())
+    """A whole request frame (size prefix included) for a kio request entity: the gateway's
+    own encoder (what a broker sends another broker)."""
+    return codec_encode_request(entity, correlation_id, client_id)
 
 
 def decode_response(frame_bytes: bytes, api_key: int, api_version: int) -> tuple[Any, Any]:
