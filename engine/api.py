@@ -30,6 +30,7 @@ from .groups.types import (
     SyncRequest,
     TopicLookup,
 )
+from .log.producers import ActiveProducer
 from .partitions import Appended, Durability, PartitionInfo, Partitions
 from .producer_ids import ProducerIds
 from .service import Engine
@@ -75,6 +76,7 @@ def admin(zookeeper: str, store: Store, session_ms: int) -> Admin:
 
 
 __all__ = [
+    "ActiveProducer",
     "EMBEDDED_NODE_ID", "ClusterView", "ConfigValue", "Dynamic", "EmbeddedCluster", "Kept", "NodeIdentity", "Overrides",
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GROUP_SEGMENT_BYTES", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",

@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from ..records.header import BatchHeader, Buffer
 from .errors import DuplicateBatch, NotServedHere, PartitionClosed, UnknownPartition
+from .log.producers import ActiveProducer
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
 from .partition.persister import Persister
@@ -96,6 +97,10 @@ class Partitions:
         """Bytes stored in the log of every open partition (DescribeLogDirs). Memory only:
         the segments' sizes as this node tracks them, the unpersisted tail not included."""
         return {TopicPartition(*key): partition.log.size_bytes() for key, partition in list(self._open.items())}
+
+    def producers(self, tp: TopicPartition) -> list[ActiveProducer]:
+        """The producers the partition knows of, memory tail included (DescribeProducers)."""
+        return self._get(tp).producers.active()
 
     def end_offset_for(self, tp: TopicPartition, session: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (the largest session <= `session`, the offset it ended at)."""

@@ -18,6 +18,7 @@ from .handlers import (
     producers,
     reassignments,
     topics,
+    transaction_views,
     transactions,
     versions,
 )
@@ -26,7 +27,7 @@ from .protocol.apis import ApiKey
 
 MODULES: tuple[ModuleType, ...] = (
     configs, consumer_groups, fetch, group_offsets, groups, log_dirs, metadata, offsets, produce, producers,
-    reassignments, topics, transactions, versions)
+    reassignments, topics, transaction_views, transactions, versions)
 
 
 @cache

@@ -52,6 +52,7 @@ KAFKA_TOOLS: dict[str, str] = {
     "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "storage": "kafka.tools.StorageTool",
+    "transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
 
 POM_PATH = Path(__file__).resolve().with_name("pom.xml")

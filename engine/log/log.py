@@ -18,7 +18,7 @@ from ..store.atomic import write_atomically
 from .compaction import Plan, Rewritten, discard, plan, read_cleaner_offset, swap, write_cleaner_offset
 from .config import LogConfig
 from .files import CLEAN_SHUTDOWN_FILE, PRODUCERS_SUFFIX, offset_file, offsets_with_suffix, write_start_offset
-from .producers import marker_type
+from .producers import end_marker
 from .recovery import Recovered, recover
 from .segment import Segment
 from .txnindex import AbortedTxn
@@ -134,7 +134,7 @@ class PartitionLog:
     def _learn(self, batch: Buffer, header: BatchHeader) -> None:
         """A batch was written to the active segment: producer state takes it, and an ABORT
         marker adds its transaction to the segment's index."""
-        completed = self.producer_state.update(header, marker_type(batch, header))
+        completed = self.producer_state.update(header, end_marker(batch, header))
         if completed is not None and completed.aborted:
             self._active.aborted.append(completed.aborted_entry())
 

@@ -21,9 +21,11 @@ bounds the last stable offset.
 
 Snapshot file format: CRC32C (u32, big-endian) of the rest, then UTF-8 JSON:
     {"offset": N, "producers": [[producer_id, epoch, [[first_seq, last_seq, base_offset,
-    last_offset], ...]], ...], "transactions": [[producer_id, first_offset], ...]}
+    last_offset], ...], last_timestamp, coordinator_epoch], ...],
+     "transactions": [[producer_id, first_offset], ...]}
 "transactions" (the open ones) is absent from snapshots written before transactions were
-served: none were open then.
+served: none were open then; so are a producer's last_timestamp and coordinator_epoch from
+snapshots written before DescribeProducers was served (-1 each).
 """
 
 import json
@@ -34,7 +36,7 @@ from typing import NamedTuple
 
 import crc32c
 
-from ...records.control import ControlType
+from ...records.control import ControlType, Marker
 from ...records.decode import control_marker
 from ...records.errors import InvalidBatch
 from ...records.header import BatchHeader, Buffer
@@ -61,9 +63,22 @@ class ProducerBatch(NamedTuple):
 class ProducerEntry:
     epoch: int
     batches: deque[ProducerBatch] = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
+    last_timestamp: int = -1  # the max timestamp of its last batch or marker (DescribeProducers)
+    coordinator_epoch: int = -1  # of the last marker written for it; -1 before any
 
     def next_sequence(self) -> int | None:
         return wrap_sequence(self.batches[-1].last_sequence + 1) if self.batches else None
+
+
+class ActiveProducer(NamedTuple):
+    """What a partition knows of one producer (Kafka's DescribeProducers)."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int  # of its last batch; -1 when it has none at this epoch
+    last_timestamp: int
+    coordinator_epoch: int
+    txn_start_offset: int  # the first offset of its open transaction, -1 when none is open
 
 
 class CompletedTxn(NamedTuple):
@@ -79,13 +94,13 @@ class CompletedTxn(NamedTuple):
         return AbortedTxn(self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset)
 
 
-def marker_type(batch: Buffer, header: BatchHeader) -> ControlType | None:
+def end_marker(batch: Buffer, header: BatchHeader) -> Marker | None:
     """The marker a control batch carries, None for any other batch (or a control batch that
     holds no end-of-transaction marker: it ends nothing)."""
     if not header.is_control:
         return None
     try:
-        return control_marker(batch).control_type
+        return control_marker(batch)
     except InvalidBatch:
         return None
 
@@ -127,42 +142,58 @@ class ProducerState:
         _check_duplicate(entry, header)
         _expect_sequence(header, entry.next_sequence())
 
+    def active(self) -> list[ActiveProducer]:
+        return [ActiveProducer(pid, entry.epoch, entry.batches[-1].last_sequence if entry.batches else -1,
+                               entry.last_timestamp, entry.coordinator_epoch, self.open.get(pid, -1))
+                for pid, entry in sorted(self.producers.items())]
+
     def first_open_offset(self) -> int | None:
         """The first offset of the oldest open transaction, None if none is open."""
         return next(iter(self.open.values()), None)
 
-    def update(self, header: BatchHeader, marker: ControlType | None = None) -> CompletedTxn | None:
+    def update(self, header: BatchHeader, marker: Marker | None = None) -> CompletedTxn | None:
         """Record a batch that was written (its base_offset is the real one; `marker`: what
-        a control batch carries, see marker_type). Returns the transaction a marker closed."""
+        a control batch carries, see end_marker). Returns the transaction a marker closed."""
         if header.producer_id < 0:
             return None
         if header.is_control:
             return self._end(header, marker) if marker is not None else None
         entry = self.producers.get(header.producer_id)
         if entry is None or entry.epoch != header.producer_epoch:
-            entry = self.producers[header.producer_id] = ProducerEntry(header.producer_epoch)
+            entry = self._at_epoch(header.producer_id, header.producer_epoch, entry)
         first, last = sequence_range(header)
         entry.batches.append(ProducerBatch(first, last, header.base_offset, header.last_offset))
+        entry.last_timestamp = header.max_timestamp
         if header.is_transactional:
             self.open.setdefault(header.producer_id, header.base_offset)
         return None
 
-    def _end(self, header: BatchHeader, marker: ControlType) -> CompletedTxn | None:
+    def _end(self, header: BatchHeader, marker: Marker) -> CompletedTxn | None:
         """A marker: close the producer's open transaction, and take the marker's epoch if it
         is newer (Kafka's appendEndTxnMarker)."""
         pid = header.producer_id
         entry = self.producers.get(pid)
         if entry is None or entry.epoch < header.producer_epoch:
-            self.producers[pid] = ProducerEntry(header.producer_epoch)
+            entry = self._at_epoch(pid, header.producer_epoch, entry)
+        entry.last_timestamp = header.max_timestamp
+        entry.coordinator_epoch = marker.coordinator_epoch
         first = self.open.pop(pid, None)
         if first is None:
             return None
         after = self.first_open_offset()
         last_stable = after if after is not None else header.base_offset + 1
-        return CompletedTxn(pid, first, header.base_offset, last_stable, marker == ControlType.ABORT)
+        return CompletedTxn(pid, first, header.base_offset, last_stable, marker.control_type == ControlType.ABORT)
+
+    def _at_epoch(self, pid: int, epoch: int, old: ProducerEntry | None) -> ProducerEntry:
+        """A producer starting over at a new epoch: no batches yet, the coordinator epoch kept."""
+        entry = self.producers[pid] = ProducerEntry(epoch)
+        if old is not None:
+            entry.coordinator_epoch = old.coordinator_epoch
+        return entry
 
     def to_bytes(self, offset: int) -> bytes:
-        producers = [[pid, e.epoch, [list(b) for b in e.batches]] for pid, e in self.producers.items()]
+        producers = [[pid, e.epoch, [list(b) for b in e.batches], e.last_timestamp, e.coordinator_epoch]
+                     for pid, e in self.producers.items()]
         transactions = [[pid, first] for pid, first in self.open.items()]
         body = json.dumps({"offset": offset, "producers": producers, "transactions": transactions},
                           separators=(",", ":")).encode()
@@ -175,8 +206,9 @@ class ProducerState:
             raise ValueError("producer snapshot checksum mismatch")
         doc = json.loads(data[_CRC.size :])
         state = cls()
-        for pid, epoch, batches in doc["producers"]:
-            entry = state.producers[pid] = ProducerEntry(epoch)
+        for pid, epoch, batches, *seen in doc["producers"]:
+            entry = state.producers[pid] = ProducerEntry(epoch, last_timestamp=seen[0] if seen else -1,
+                                                         coordinator_epoch=seen[1] if seen else -1)
             entry.batches.extend(ProducerBatch(*b) for b in batches)
         for pid, first in sorted(doc.get("transactions", []), key=lambda txn: txn[1]):
             state.open[pid] = first

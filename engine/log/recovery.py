@@ -39,7 +39,7 @@ from .files import (
     read_start_offset,
 )
 from .index import IndexInvalid, OffsetIndex, TimeIndex, check_offset_index, check_time_index
-from .producers import ProducerState, marker_type
+from .producers import ProducerState, end_marker
 from .segment import Segment, valid_batches
 from .txnindex import AbortedTxn, from_bytes, to_bytes
 
@@ -209,7 +209,7 @@ def _replay(segment: Segment, state: ProducerState, offset: int) -> None:
     found = segment.locate(start)
     assert found is not None
     for position, header in segment.headers_from(found[0], found[1].base_offset):
-        marker = marker_type(segment.batch_bytes(position, header), header) if header.is_control else None
+        marker = end_marker(segment.batch_bytes(position, header), header) if header.is_control else None
         completed = state.update(header, marker)
         if completed is not None and completed.aborted:
             segment.aborted.append(completed.aborted_entry())

@@ -35,7 +35,7 @@ from ..log.compaction import discard, rewrite
 from ..log.config import LogConfig
 from ..log.files import read_published, write_published
 from ..log.log import PartitionLog, check_handed
-from ..log.producers import ProducerState, marker_type
+from ..log.producers import ProducerState, end_marker
 from ..log.recovery import recover
 from ..store.atomic import write_atomically
 from ..store.base import Store
@@ -184,7 +184,7 @@ class Partition:
         header = header._replace(base_offset=self.tail.end, leader_epoch=self.session)
         set_base_offset(batch, header.base_offset)
         set_leader_epoch(batch, self.session)
-        completed = self.producers.update(header, marker_type(batch, header))
+        completed = self.producers.update(header, end_marker(batch, header))
         self.transactions.completed(completed, self.checkpoint)
         self.tail.append(batch, header)
         self.pool.added(header.size)

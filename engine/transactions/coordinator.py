@@ -126,8 +126,7 @@ class TransactionCoordinator:
         if meta is None or not meta.state.preparing or meta.epoch != epoch:
             return Outcome()  # already completed (markers written twice), or superseded
         done = TxnState.COMPLETE_COMMIT if meta.state is TxnState.PREPARE_COMMIT else TxnState.COMPLETE_ABORT
-        return self._answer(replace(meta, state=done, partitions=frozenset(), groups=frozenset(), started_ms=-1,
-                                    updated_ms=now_ms))
+        return self._answer(replace(meta, state=done, partitions=frozenset(), groups=frozenset(), updated_ms=now_ms))
 
     def expire(self, now_ms: int) -> Outcome:
         """Abort every ongoing transaction older than its timeout, fencing its producer."""

@@ -60,7 +60,7 @@ class TxnMetadata:
     state: TxnState
     partitions: frozenset[TopicPartition] = frozenset()
     groups: frozenset[str] = frozenset()  # groups whose offsets the transaction commits (AddOffsetsToTxn)
-    started_ms: int = -1  # when the open transaction began (-1: none is open)
+    started_ms: int = -1  # when the last transaction began, kept once it ended (-1: none since InitProducerId)
     updated_ms: int = -1
 
 

@@ -108,6 +108,66 @@ class ConsumerGroupHeartbeatAnswer(TypedDict, total=False):
     assignment: ConsumerGroupHeartbeatAssignmentAnswer | None
 
 
+class ListTransactionsTransactionStateAnswer(TypedDict, total=False):
+    transactional_id: str
+    producer_id: int
+    transaction_state: str
+
+
+class ListTransactionsAnswer(TypedDict, total=False):
+    throttle_time: int
+    error_code: ErrorCode
+    unknown_state_filters: Sequence[str]
+    transaction_states: Sequence[ListTransactionsTransactionStateAnswer]
+
+
+class DescribeTransactionsTopicDataAnswer(TypedDict, total=False):
+    topic: str
+    partitions: Sequence[int]
+
+
+class DescribeTransactionsTransactionStateAnswer(TypedDict, total=False):
+    error_code: ErrorCode
+    transactional_id: str
+    transaction_state: str
+    transaction_timeout: int
+    transaction_start_time: int
+    producer_id: int
+    producer_epoch: int
+    topics: Sequence[DescribeTransactionsTopicDataAnswer]
+
+
+class DescribeTransactionsAnswer(TypedDict, total=False):
+    throttle_time: int
+    transaction_states: Sequence[DescribeTransactionsTransactionStateAnswer]
+
+
+class DescribeProducersProducerStateAnswer(TypedDict, total=False):
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
+
+
+class DescribeProducersPartitionAnswer(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+    error_message: str | None
+    active_producers: Sequence[DescribeProducersProducerStateAnswer]
+
+
+class DescribeProducersTopicAnswer(TypedDict, total=False):
+    name: str
+    partitions: Sequence[DescribeProducersPartitionAnswer]
+
+
+class DescribeProducersAnswer(TypedDict, total=False):
+    throttle_time: int
+    topics: Sequence[DescribeProducersTopicAnswer]
+
+
 class DescribeClusterBrokerAnswer(TypedDict, total=False):
     broker_id: int
     host: str

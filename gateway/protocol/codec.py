@@ -218,6 +218,8 @@ def _converter(field: Any) -> Callable[[Any], Any]:
         return lambda item: None if item is None else _entity(sub, item)
     if isinstance(kind, PrimitiveTupleField):
         return lambda items: None if items is None else tuple(items)
+    if field.metadata.get("kafka_type") == "datetime_i64" and not is_optional(field):
+        return _datetime_ms_always
     return _PRIMITIVE.get(field.metadata.get("kafka_type", ""), _same)
 
 
@@ -237,6 +239,13 @@ def _datetime_ms(value: Any) -> Any:
     if not isinstance(value, int):
         return value
     return None if value < 0 else datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
+
+
+def _datetime_ms_always(value: object) -> object:
+    """A time that cannot be null: Kafka's "none" (-1) is still sent as the number -1."""
+    if not isinstance(value, int):
+        return value
+    return datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
 
 
 def _uuid(value: Any) -> Any:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from martlet.engine.clock import ManualClock
-from martlet.engine.log.producers import marker_type
+from martlet.engine.log.producers import end_marker
 from martlet.engine.partitions import Durability
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
@@ -80,7 +80,8 @@ def consumer_view(data: bytes | bytearray | memoryview, aborted: list[tuple[int,
         if header.producer_id >= 0:
             while queue and queue[0][1] <= header.last_offset:
                 aborted_producers.add(queue.pop(0)[0])
-            if marker_type(batch, header) == ControlType.ABORT:
+            marker = end_marker(batch, header)
+            if marker is not None and marker.control_type == ControlType.ABORT:
                 aborted_producers.discard(header.producer_id)
             elif header.is_transactional and header.producer_id in aborted_producers:
                 continue

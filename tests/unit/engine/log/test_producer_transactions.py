@@ -9,9 +9,9 @@ import pytest
 from log_batches import make_batch
 
 from martlet.engine.errors import TransactionOpen
-from martlet.engine.log.producers import CompletedTxn, ProducerState, marker_type
+from martlet.engine.log.producers import CompletedTxn, ProducerState, end_marker
 from martlet.records.build import build_control_batch
-from martlet.records.control import ControlType
+from martlet.records.control import ControlType, Marker
 from martlet.records.header import TRANSACTIONAL_BIT, parse_header
 
 NOW_MS = 1_700_000_000_000
@@ -36,13 +36,14 @@ class Writer:
         self.offset = header.next_offset
         return header.base_offset
 
-    def marker(self, pid: int, commit: bool, epoch: int = 0) -> CompletedTxn | None:
+    def marker(self, pid: int, commit: bool, epoch: int = 0, coordinator_epoch: int = 0,
+               timestamp_ms: int = NOW_MS) -> CompletedTxn | None:
         kind = ControlType.COMMIT if commit else ControlType.ABORT
-        batch = build_control_batch(pid, epoch, kind, 0, NOW_MS, base_offset=self.offset)
+        batch = build_control_batch(pid, epoch, kind, coordinator_epoch, timestamp_ms, base_offset=self.offset)
         header = parse_header(batch)
         self.state.check(header)  # markers pass the producer checks
         self.offset = header.next_offset
-        return self.state.update(header, marker_type(batch, header))
+        return self.state.update(header, end_marker(batch, header))
 
 
 def test_the_first_transactional_batch_opens_a_transaction_at_its_base_offset():
@@ -109,13 +110,13 @@ def test_a_marker_moves_the_producer_to_its_epoch():
     writer.data(7, epoch=1)  # the producer goes on at the new epoch from sequence 0
 
 
-def test_marker_type_reads_the_control_record_and_ignores_other_batches():
+def test_end_marker_reads_the_control_record_and_ignores_other_batches():
     commit = build_control_batch(7, 0, ControlType.COMMIT, 3, NOW_MS)
-    assert marker_type(commit, parse_header(commit)) == ControlType.COMMIT
+    assert end_marker(commit, parse_header(commit)) == Marker(ControlType.COMMIT, 3)
     batch, header = make_batch(producer_id=7, base_sequence=0, attributes=TRANSACTIONAL_BIT)
-    assert marker_type(batch, header) is None
+    assert end_marker(batch, header) is None
     not_a_marker, header = make_batch(attributes=0x30)  # control bit, but no control record in it
-    assert marker_type(not_a_marker, header) is None
+    assert end_marker(not_a_marker, header) is None
 
 
 def test_a_snapshot_keeps_the_open_transactions_in_order():
@@ -130,10 +131,27 @@ def test_a_snapshot_keeps_the_open_transactions_in_order():
     assert loaded.producers == writer.state.producers
 
 
+def test_a_producer_shows_its_last_timestamp_and_the_coordinator_epoch_of_its_last_marker():
+    writer = Writer()
+    writer.data(7)
+    entry = writer.state.get(7)
+    assert entry is not None and entry.last_timestamp == 1_000 and entry.coordinator_epoch == -1
+    writer.marker(7, commit=False, epoch=1, coordinator_epoch=3, timestamp_ms=NOW_MS + 5)
+    entry = writer.state.get(7)
+    assert entry is not None and (entry.last_timestamp, entry.coordinator_epoch) == (NOW_MS + 5, 3)
+    writer.sequences[7] = 0
+    writer.data(7, epoch=2)  # a new epoch starts the batches over, not the coordinator epoch
+    entry = writer.state.get(7)
+    assert entry is not None and (entry.epoch, entry.last_timestamp, entry.coordinator_epoch) == (2, 1_000, 3)
+    _, loaded = ProducerState.from_bytes(writer.state.to_bytes(writer.offset))
+    assert loaded.get(7) == entry
+
+
 def test_a_snapshot_written_before_transactions_loads_with_none_open():
     body = json.dumps({"offset": 10, "producers": [[7, 0, [[0, 1, 0, 1]]]]}).encode()
     offset, loaded = ProducerState.from_bytes(struct.pack(">I", crc32c.crc32c(body)) + body)
     assert offset == 10 and loaded.open == {} and loaded.get(7).next_sequence() == 2
+    assert (loaded.get(7).last_timestamp, loaded.get(7).coordinator_epoch) == (-1, -1)
 
 
 def test_a_snapshot_loads_open_transactions_sorted_by_first_offset():
