@@ -12,6 +12,11 @@ result and exits 0, or prints {"error": ...} and exits 1. Roles:
   Timed from the first produce call until every delivery report arrived; `started` and
   `ended` give those two moments on the wall clock, so several producers make one
   aggregate span.
+- txn-produce: as produce (no `keys`, `distinct`), through a transactional producer
+  (`config` names the transactional.id): begin a transaction, produce for `period_ms`,
+  commit, repeat until `records` are sent. Timed from the first begin to the last commit's
+  return; each commit_transaction call's duration is in `commit_us` (it includes
+  librdkafka's flush of the transaction's outstanding records, then EndTxn).
 - consume: reads `records` records from the start of every partition of `topic` (assigned,
   no group, so no rebalance time is measured). Timed from the assignment to the last record.
 - latency-produce: `rate` records per second for `seconds` seconds, each value starting with
@@ -30,7 +35,7 @@ import struct
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -40,6 +45,7 @@ FLUSH_TIMEOUT_S = 300.0
 IDLE_TIMEOUT_S = 60.0  # a consumer that receives nothing for this long gives up
 CREATE_TIMEOUT_S = 600.0
 CREATE_TOPICS_PER_REQUEST = 10  # KRaft refuses one request that makes 10,000 partitions
+TXN_TIMEOUT_S = 60.0  # for init_transactions and each commit_transaction
 
 
 def produce(spec: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +84,47 @@ def _produce_one(producer: Producer, topic: str, value: bytes, key: bytes | None
 def _warm_up(producer: Producer, topic: str) -> None:
     """Fetch metadata and connect before the clock starts."""
     producer.list_topics(topic, timeout=30)
+
+
+def txn_produce(spec: dict[str, Any]) -> dict[str, Any]:
+    # No report per record (see produce): a failed record fails its commit instead.
+    producer = Producer({"bootstrap.servers": spec["bootstrap"], "delivery.report.only.error": True,
+                         **spec["config"]})
+    value, topic, records = os.urandom(spec["record_bytes"]), spec["topic"], spec["records"]
+    _warm_up(producer, topic)
+    producer.init_transactions(TXN_TIMEOUT_S)  # unmeasured, as the connections are
+    started, start = time.time(), time.perf_counter()
+    commit_us = transactions(producer, lambda: _produce_one(producer, topic, value), records,
+                             spec["period_ms"] / 1000, time.perf_counter)
+    seconds = time.perf_counter() - start
+    return {"records": records, "bytes": records * spec["record_bytes"], "seconds": seconds,
+            "started": started, "ended": started + seconds, "transactions": len(commit_us),
+            "commit_us": commit_us}
+
+
+class Transactional(Protocol):
+    def begin_transaction(self) -> None: ...
+    def commit_transaction(self, timeout: float) -> None: ...
+
+
+def transactions(producer: Transactional, send: Callable[[], None], records: int, period_s: float,
+                 clock: Callable[[], float]) -> list[float]:
+    """Send `records` records in transactions of `period_s` each (by `clock`; the last may
+    be shorter): begin, send until the period is over, commit. Returns each commit's
+    duration in microseconds. A failed commit raises: the workload fails, it does not
+    abort and go on."""
+    commit_us: list[float] = []
+    sent = 0
+    while sent < records:
+        producer.begin_transaction()
+        ends = clock() + period_s
+        while sent < records and clock() < ends:
+            send()
+            sent += 1
+        before = clock()
+        producer.commit_transaction(TXN_TIMEOUT_S)
+        commit_us.append((clock() - before) * 1e6)
+    return commit_us
 
 
 def consume(spec: dict[str, Any]) -> dict[str, Any]:
@@ -238,7 +285,7 @@ def _listed(admin: AdminClient, names: list[str]) -> int:
 
 
 ROLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "produce": produce, "consume": consume, "latency-produce": latency_produce,
+    "produce": produce, "txn-produce": txn_produce, "consume": consume, "latency-produce": latency_produce,
     "latency-consume": latency_consume, "partitions": partitions, "spread-produce": spread_produce,
 }
 

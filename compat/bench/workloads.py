@@ -42,6 +42,8 @@ METRICS = {
     "cpu s": Metric("s", False),
     "peak RSS MiB": Metric("MiB", False),
     "p50 ms": Metric("ms", False),
+    "commit p50 ms": Metric("ms", False),
+    "commit p99 ms": Metric("ms", False),
     "p99 ms": Metric("ms", False),
     "p99.9 ms": Metric("ms", False),
     "create s": Metric("s", False),
@@ -187,6 +189,35 @@ def _produce(name: str, acks: str, idempotent: bool, partitions: int = 1, codec:
 def _producer(acks: str, idempotent: bool = False, codec: str = "none") -> dict[str, Any]:
     return {"acks": acks, "enable.idempotence": idempotent, "linger.ms": 5, "batch.size": 1_000_000,
             "compression.type": codec, "sticky.partitioning.linger.ms": 0}
+
+
+TXN_PERIOD_MS = 100  # produce-1k-txn: a transaction's span of producing before its commit
+
+
+def transactional(ctx: Context) -> dict[str, float]:
+    """1 KB records through a transactional producer (acks=all, idempotent, linger.ms 5,
+    batch.size 1 MB as produce-1k-acksall) that commits every TXN_PERIOD_MS: the cost of
+    AddPartitionsToTxn, EndTxn and a COMMIT marker per transaction on top of produce. Then,
+    unmeasured, the read_committed end offset must reach every record plus one marker per
+    transaction, so a broker that acknowledged commits without writing markers fails."""
+    name = "produce-1k-txn"
+    topic = ctx.topic(name)
+    create_topic(ctx.endpoint.bootstrap, topic, 1)
+    records = ctx.scale.produce_bytes // 1000
+    config = _producer("all", True) | {"transactional.id": f"{topic}-{ctx.endpoint.name}"}
+    spec = {"role": "txn-produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic, "records": records,
+            "record_bytes": 1000, "period_ms": TXN_PERIOD_MS, "config": config}
+    with Probe(ctx.endpoint.pid) as probe:
+        result = run_load(spec)
+    _wait_readable(ctx.endpoint.bootstrap, topic, records + result["transactions"])
+    return transaction_metrics(result) | _broker(probe, result["bytes"])
+
+
+def transaction_metrics(result: dict[str, Any]) -> dict[str, float]:
+    """Throughput and commit_transaction latency from a txn-produce load's result."""
+    commits = sorted(result["commit_us"])
+    return {"MB/s": result["bytes"] / MB / result["seconds"], "records/s": result["records"] / result["seconds"],
+            "commit p50 ms": percentile(commits, 50) / 1000, "commit p99 ms": percentile(commits, 99) / 1000}
 
 
 COMPACTED_SEGMENT_BYTES = 16 << 20
@@ -398,6 +429,7 @@ WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "produce-1k-acks1": _produce("produce-1k-acks1", "1", False),
     "produce-1k-acksall": _produce("produce-1k-acksall", "all", True),
     "produce-1k-acksall-16p": _produce("produce-1k-acksall-16p", "all", True, partitions=16),
+    "produce-1k-txn": transactional,
     "consume-1k": consume,
     "produce-100b-linger0": small_records,
     "latency-1k": latency,

@@ -8,7 +8,7 @@ import pytest
 
 from martlet.compat.bench import cli
 from martlet.compat.bench.runner import check, medians, ratios, report, to_json
-from martlet.compat.bench.workloads import WORKLOADS, percentile
+from martlet.compat.bench.workloads import WORKLOADS, percentile, transaction_metrics
 
 
 def rows(martlet: list[float], kafka: list[float], metric: str = "MB/s",
@@ -112,3 +112,14 @@ def test_cli_refuses_options_for_brokers_it_does_not_start_with_bootstrap(
 def test_the_16_partition_workload_follows_the_1_partition_one() -> None:
     names = list(WORKLOADS)
     assert names.index("produce-1k-acksall-16p") == names.index("produce-1k-acksall") + 1
+
+
+def test_transactional_produce_reports_throughput_and_commit_percentiles() -> None:
+    result = {"records": 4000, "bytes": 4_000_000, "seconds": 2.0, "commit_us": [float(i) * 1000 for i in range(100, 0, -1)]}
+    assert transaction_metrics(result) == {"MB/s": 2.0, "records/s": 2000.0,
+                                           "commit p50 ms": 50.0, "commit p99 ms": 99.0}
+
+
+def test_commit_percentiles_are_better_lower_and_shown_in_the_report() -> None:
+    text = report(rows([12.0], [6.0], "commit p99 ms", "produce-1k-txn"))
+    assert "produce-1k-txn          commit p99 ms" in text and "2.00  lower" in text
