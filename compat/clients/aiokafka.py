@@ -84,6 +84,7 @@ class AiokafkaDriver:
                                 request_timeout_ms=REQUEST_TIMEOUT_MS)
         self._run(self._admin.start())
         self._members: dict[str, tuple[AIOKafkaConsumer, _Listener]] = {}
+        self._transactions: dict[str, AIOKafkaProducer] = {}
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout_s: float = CALL_TIMEOUT_S) -> T:
         return asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout_s), self._loop).result()
@@ -256,15 +257,56 @@ class AiokafkaDriver:
         finally:
             await consumer.stop()
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> dict[str, Any]:
+    def consume_position(self, topic: str, partition: int, from_offset: str | int, until_offset: int,
+                         timeout_s: float, isolation: str = "read_uncommitted",
+                         group: str | None = None) -> dict[str, Any]:
+        consumer = self._new(AIOKafkaConsumer, bootstrap_servers=self.bootstrap, group_id=group,
+                             enable_auto_commit=False, isolation_level=isolation,
+                             request_timeout_ms=REQUEST_TIMEOUT_MS)
+        return self._run(self._consume_position(consumer, TopicPartition(topic, partition), from_offset,
+                                                until_offset, timeout_s, group is not None),
+                         timeout_s + CALL_TIMEOUT_S)
+
+    async def _consume_position(self, consumer: AIOKafkaConsumer, tp: TopicPartition, from_offset: str | int,
+                                until_offset: int, timeout_s: float, commits: bool) -> dict[str, Any]:
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            if from_offset == "earliest":
+                await consumer.seek_to_beginning(tp)
+            elif from_offset == "latest":
+                await consumer.seek_to_end(tp)
+            else:
+                consumer.seek(tp, int(from_offset))
+            got: list[Record] = []
+            position = -1
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout_s
+            while position < until_offset and loop.time() < deadline:
+                batches = await consumer.getmany(tp, timeout_ms=200)
+                got += [consumed(r) for batch in batches.values() for r in batch]
+                position = await consumer.position(tp)
+            commit = None
+            if commits:
+                try:
+                    await consumer.commit()
+                    commit = NONE
+                except aiokafka.errors.KafkaError as exc:
+                    commit = _name(exc)
+            return {"records": got, "position": position, "commit": commit}
+        finally:
+            await consumer.stop()
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int,
+                     isolation: str = "read_uncommitted") -> dict[str, Any]:
         if spec == "max_timestamp":
             raise Unsupported("aiokafka sends ListOffsets v0-3, which has no max-timestamp query")
         try:
-            return self._run(self._list_offsets(TopicPartition(topic, partition), spec))
+            return self._run(self._list_offsets(TopicPartition(topic, partition), spec, isolation))
         except (TimeoutError, aiokafka.errors.KafkaError) as exc:
             return {"error": _name(exc), "offset": -1, "timestamp": -1}
 
-    async def _list_offsets(self, tp: TopicPartition, spec: str | int) -> dict[str, Any]:
+    async def _list_offsets(self, tp: TopicPartition, spec: str | int, isolation: str) -> dict[str, Any]:
         # The consumer waits for metadata of an unknown topic or partition until its request
         # timeout; ask the metadata first and answer with what it says.
         [described] = await self._admin.describe_topics([tp.topic])
@@ -272,8 +314,9 @@ class AiokafkaDriver:
             return {"error": kafka_error_name(described["error_code"]), "offset": -1, "timestamp": -1}
         if tp.partition not in {p["partition"] for p in described["partitions"]}:
             return {"error": client_error("partition not in metadata"), "offset": -1, "timestamp": -1}
+        # The consumer's isolation level is the one its ListOffsets requests carry.
         consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False,
-                                    request_timeout_ms=REQUEST_TIMEOUT_MS)
+                                    isolation_level=isolation, request_timeout_ms=REQUEST_TIMEOUT_MS)
         await consumer.start()
         try:
             if spec == "earliest":
@@ -355,8 +398,48 @@ class AiokafkaDriver:
             await producer.stop()
         return NONE
 
+    def transaction_begin(self, handle: str, transactional_id: str) -> str:
+        assert handle not in self._transactions, f"transaction {handle} is open already"
+        producer = self._new(AIOKafkaProducer, bootstrap_servers=self.bootstrap, transactional_id=transactional_id,
+                             request_timeout_ms=REQUEST_TIMEOUT_MS)
+        self._transactions[handle] = producer
+        return self._call(self._transaction_begin(producer))[0]
+
+    @staticmethod
+    async def _transaction_begin(producer: AIOKafkaProducer) -> None:
+        await producer.start()  # InitProducerId with the transactional id
+        await producer.begin_transaction()
+
+    def transaction_send(self, handle: str, topic: str, records: list[Record]) -> list[dict[str, Any]]:
+        return self._run(self._transaction_send(self._transactions[handle], topic, records))
+
+    async def _transaction_send(self, producer: AIOKafkaProducer, topic: str,
+                                records: list[Record]) -> list[dict[str, Any]]:
+        futures: list[Any] = []
+        for record in records:
+            try:
+                futures.append(await producer.send(topic, **_send_args(record)))
+            except aiokafka.errors.KafkaError as exc:
+                futures.append(exc)
+        await asyncio.wait_for(producer.flush(), FLUSH_TIMEOUT_S)
+        return [await self._answer(f) for f in futures]
+
+    def transaction_end(self, handle: str, commit: bool) -> str:
+        producer = self._transactions.pop(handle)
+        try:
+            return self._call(self._transaction_end(producer, commit))[0]
+        finally:
+            self._run(producer.stop(), 10.0)
+
+    @staticmethod
+    async def _transaction_end(producer: AIOKafkaProducer, commit: bool) -> None:
+        await (producer.commit_transaction() if commit else producer.abort_transaction())
+
     def close(self) -> None:
         try:
+            for producer in self._transactions.values():
+                self._run(producer.stop(), 10.0)
+            self._transactions.clear()
             for handle in list(self._members):
                 self.member_stop(handle)
             self._run(self._admin.close())

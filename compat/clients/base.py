@@ -69,9 +69,19 @@ class Driver(Protocol):
         """Assign the partitions (None: all) at `from_offset` ("earliest", "latest" or an offset)
         and read until `max_records` or `timeout_s`."""
         ...
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> dict[str, Any]:
-        """spec: "earliest", "latest", "max_timestamp" or a timestamp in ms.
+    def list_offsets(self, topic: str, partition: int, spec: str | int,
+                     isolation: str = "read_uncommitted") -> dict[str, Any]:
+        """spec: "earliest", "latest", "max_timestamp" or a timestamp in ms; isolation
+        "read_committed" makes latest the last stable offset (ListOffsets v2+).
         {"error": name, "offset": int, "timestamp": int} (offset -1: none)."""
+        ...
+    def consume_position(self, topic: str, partition: int, from_offset: str | int, until_offset: int,
+                         timeout_s: float, isolation: str = "read_uncommitted",
+                         group: str | None = None) -> dict[str, Any]:
+        """Assign the one partition at `from_offset` and poll until the consumer's position
+        (the offset it fetches next) reaches `until_offset`, or `timeout_s`. With `group`, the
+        consumer then commits the client's own way (what it consumed up to its position).
+        {"records": [consumed records], "position": int, "commit": error name or None}."""
         ...
 
     # -- consumer groups: several members, each named by a handle the scenario picks
@@ -93,6 +103,16 @@ class Driver(Protocol):
     # -- transactions
     def transaction(self, topic: str, records: list[Record], transactional_id: str, commit: bool) -> str:
         """init, begin, send, then commit or abort; the first error name, or "NONE"."""
+        ...
+    def transaction_begin(self, handle: str, transactional_id: str) -> str:
+        """A transactional producer kept open under `handle`: init, then begin. An error name
+        or "NONE"; the handle exists either way until transaction_end."""
+        ...
+    def transaction_send(self, handle: str, topic: str, records: list[Record]) -> list[dict[str, Any]]:
+        """Send in the open transaction and flush: one answer per record, as produce's."""
+        ...
+    def transaction_end(self, handle: str, commit: bool) -> str:
+        """Commit or abort the open transaction, then close the producer; the error name or "NONE"."""
         ...
 
     def close(self) -> None: ...

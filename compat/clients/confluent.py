@@ -17,6 +17,7 @@ from confluent_kafka import (
     OFFSET_END,
     TIMESTAMP_LOG_APPEND_TIME,
     Consumer,
+    IsolationLevel,
     KafkaError,
     KafkaException,
     Message,
@@ -45,6 +46,7 @@ METADATA_TIMEOUT_S = 10.0
 TXN_TIMEOUT_S = 20.0
 LOG_LEVEL = 3  # librdkafka logs errors only; warnings (retries, partition count changes) are noise here
 ASSIGNORS = {"range": "range", "roundrobin": "roundrobin", "cooperative-sticky": "cooperative-sticky"}
+ISOLATION_LEVELS = {"read_uncommitted": IsolationLevel.READ_UNCOMMITTED, "read_committed": IsolationLevel.READ_COMMITTED}
 
 
 def error_name(err: KafkaError | None) -> str:
@@ -120,6 +122,7 @@ class ConfluentDriver:
         self.bootstrap = bootstrap
         self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": LOG_LEVEL})
         self._members: dict[str, _Member] = {}
+        self._transactions: dict[str, Producer] = {}
 
     # -- admin ----------------------------------------------------------------------------
 
@@ -231,13 +234,18 @@ class ConfluentDriver:
         info = self._admin.list_topics(topic, timeout=METADATA_TIMEOUT_S).topics.get(topic)
         return sorted(info.partitions) if info is not None and info.error is None else []
 
+    def _reader(self, isolation: str, group: str | None = None) -> Consumer:
+        """A consumer for assigned partitions; without `group` it never commits."""
+        return Consumer({
+            "bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL,
+            "group.id": group or f"compat-assign-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+            "enable.auto.offset.store": group is not None, "isolation.level": isolation,
+            "enable.partition.eof": False,
+        })
+
     def consume(self, topic: str, partitions: list[int] | None, from_offset: str | int, max_records: int,
                 timeout_s: float, isolation: str = "read_uncommitted") -> list[Record]:
-        consumer = Consumer({
-            "bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "group.id": f"compat-assign-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "isolation.level": isolation, "enable.partition.eof": False,
-        })
+        consumer = self._reader(isolation)
         try:
             chosen = self._partitions(topic) if partitions is None else partitions
             consumer.assign([TopicPartition(topic, p, _start_offset(from_offset)) for p in chosen])
@@ -252,12 +260,39 @@ class ConfluentDriver:
         finally:
             consumer.close()
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> dict[str, Any]:
+    def consume_position(self, topic: str, partition: int, from_offset: str | int, until_offset: int,
+                         timeout_s: float, isolation: str = "read_uncommitted",
+                         group: str | None = None) -> dict[str, Any]:
+        consumer = self._reader(isolation, group)
+        tp = TopicPartition(topic, partition)
+        try:
+            consumer.assign([TopicPartition(topic, partition, _start_offset(from_offset))])
+            got: list[Record] = []
+            position = -1
+            deadline = time.monotonic() + timeout_s
+            while position < until_offset and time.monotonic() < deadline:
+                got += [consumed(msg) for msg in consumer.consume(num_messages=100, timeout=0.2)
+                        if msg.error() is None]
+                position = consumer.position([tp])[0].offset
+            commit = None
+            if group is not None:
+                try:
+                    consumer.commit(asynchronous=False)
+                    commit = NONE
+                except KafkaException as exc:
+                    commit = exception_name(exc)
+            return {"records": got, "position": position, "commit": commit}
+        finally:
+            consumer.close()
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int,
+                     isolation: str = "read_uncommitted") -> dict[str, Any]:
         specs = {"earliest": OffsetSpec.earliest, "latest": OffsetSpec.latest,
                  "max_timestamp": OffsetSpec.max_timestamp}
         offset_spec = specs[spec]() if isinstance(spec, str) else OffsetSpec.for_timestamp(spec)
         error, info = self._one(self._admin.list_offsets(
-            {TopicPartition(topic, partition): offset_spec}, request_timeout=ADMIN_TIMEOUT_S))
+            {TopicPartition(topic, partition): offset_spec}, isolation_level=ISOLATION_LEVELS[isolation],
+            request_timeout=ADMIN_TIMEOUT_S))
         if info is None:
             return {"error": error, "offset": -1, "timestamp": -1}
         return {"error": error, "offset": info.offset, "timestamp": info.timestamp}
@@ -342,7 +377,54 @@ class ConfluentDriver:
             producer.close()
         return NONE
 
+    def transaction_begin(self, handle: str, transactional_id: str) -> str:
+        assert handle not in self._transactions, f"transaction {handle} is open already"
+        producer = Producer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL,
+                             "transactional.id": transactional_id, "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000),
+                             "linger.ms": 5})
+        self._transactions[handle] = producer
+        try:
+            producer.init_transactions(TXN_TIMEOUT_S)
+            producer.begin_transaction()
+        except KafkaException as exc:
+            return exception_name(exc)
+        return NONE
+
+    def transaction_send(self, handle: str, topic: str, records: list[Record]) -> list[dict[str, Any]]:
+        producer = self._transactions[handle]
+        answers: list[dict[str, Any]] = [
+            {"error": client_error("NOT_DELIVERED"), "partition": -1, "offset": -1} for _ in records]
+
+        def on_delivery(index: int, err: KafkaError | None, msg: Message) -> None:
+            answers[index] = {"error": error_name(err), "partition": msg.partition(),
+                              "offset": msg.offset() if err is None else -1}
+
+        for index, record in enumerate(records):
+            try:
+                producer.produce(topic, on_delivery=partial(on_delivery, index), **_produce_args(record))
+            except KafkaException as exc:
+                answers[index] = {"error": exception_name(exc), "partition": -1, "offset": -1}
+        producer.flush(FLUSH_TIMEOUT_S)
+        return answers
+
+    def transaction_end(self, handle: str, commit: bool) -> str:
+        producer = self._transactions.pop(handle)
+        try:
+            if commit:
+                producer.commit_transaction(TXN_TIMEOUT_S)
+            else:
+                producer.abort_transaction(TXN_TIMEOUT_S)
+        except KafkaException as exc:
+            return exception_name(exc)
+        finally:
+            producer.flush(1.0)
+            producer.close()
+        return NONE
+
     def close(self) -> None:
+        for producer in self._transactions.values():
+            producer.close()
+        self._transactions.clear()
         for handle in list(self._members):
             try:
                 self.member_stop(handle)

@@ -297,8 +297,18 @@ class JavaDriver:
                                       "max_records": max_records, "timeout_s": timeout_s, "isolation": isolation},
                           timeout_s=self.call_timeout_s + timeout_s)
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> dict[str, Any]:
-        return self._call("list_offsets", {"topic": topic, "partition": partition, "spec": spec})
+    def list_offsets(self, topic: str, partition: int, spec: str | int,
+                     isolation: str = "read_uncommitted") -> dict[str, Any]:
+        return self._call("list_offsets", {"topic": topic, "partition": partition, "spec": spec,
+                                           "isolation": isolation})
+
+    def consume_position(self, topic: str, partition: int, from_offset: str | int, until_offset: int,
+                         timeout_s: float, isolation: str = "read_uncommitted",
+                         group: str | None = None) -> dict[str, Any]:
+        return self._call("consume_position", {"topic": topic, "partition": partition, "from_offset": from_offset,
+                                               "until_offset": until_offset, "timeout_s": timeout_s,
+                                               "isolation": isolation, "group": group},
+                          timeout_s=self.call_timeout_s + timeout_s)
 
     # -- consumer groups -------------------------------------------------------------------
 
@@ -332,6 +342,15 @@ class JavaDriver:
     def transaction(self, topic: str, records: list[Record], transactional_id: str, commit: bool) -> str:
         return self._call("transaction", {"topic": topic, "records": records,
                                           "transactional_id": transactional_id, "commit": commit})
+
+    def transaction_begin(self, handle: str, transactional_id: str) -> str:
+        return self._call("transaction_begin", {"handle": handle, "transactional_id": transactional_id})
+
+    def transaction_send(self, handle: str, topic: str, records: list[Record]) -> list[dict[str, Any]]:
+        return self._call("transaction_send", {"handle": handle, "topic": topic, "records": records})
+
+    def transaction_end(self, handle: str, commit: bool) -> str:
+        return self._call("transaction_end", {"handle": handle, "commit": commit})
 
 
 __all__ = ["JavaCallError", "JavaDriver", "JavaDriverError", "driver_classpath", "java_available", "source_hash"]

@@ -38,6 +38,8 @@ ASSIGNORS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionA
              "cooperative-sticky": CooperativeStickyAssignor}
 OFFSET_SPECS = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST,
                 "max_timestamp": OffsetSpec.MAX_TIMESTAMP}
+ISOLATION_LEVELS = {"read_uncommitted": kafka.IsolationLevel.READ_UNCOMMITTED,
+                    "read_committed": kafka.IsolationLevel.READ_COMMITTED}
 
 
 def _text(data: bytes | None) -> str | None:
@@ -152,6 +154,7 @@ class KafkaPythonDriver:
         self.bootstrap = bootstrap
         self._admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=REQUEST_TIMEOUT_MS)
         self._members: dict[str, _Member] = {}
+        self._transactions: dict[str, kafka.KafkaProducer] = {}
 
     # -- admin ----------------------------------------------------------------------------
 
@@ -282,10 +285,40 @@ class KafkaPythonDriver:
         finally:
             consumer.close()
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> dict[str, Any]:
+    def consume_position(self, topic: str, partition: int, from_offset: str | int, until_offset: int,
+                         timeout_s: float, isolation: str = "read_uncommitted",
+                         group: str | None = None) -> dict[str, Any]:
+        consumer = kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=group, enable_auto_commit=False,
+                                       isolation_level=isolation, request_timeout_ms=REQUEST_TIMEOUT_MS)
+        tp = TopicPartition(topic, partition)
+        try:
+            consumer.assign([tp])
+            if from_offset == "earliest":
+                consumer.seek_to_beginning(tp)
+            elif from_offset == "latest":
+                consumer.seek_to_end(tp)
+            else:
+                consumer.seek(tp, int(from_offset))
+            got: list[Record] = []
+            position = -1
+            deadline = time.monotonic() + timeout_s
+            while position < until_offset and time.monotonic() < deadline:
+                for batch in consumer.poll(timeout_ms=200).values():
+                    got += [consumed(tp, r) for r in batch]
+                position = consumer.position(tp, timeout_ms=REQUEST_TIMEOUT_MS)
+            commit = None
+            if group is not None:
+                commit = self._call(consumer.commit)[0]
+            return {"records": got, "position": position, "commit": commit}
+        finally:
+            consumer.close()
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int,
+                     isolation: str = "read_uncommitted") -> dict[str, Any]:
         tp = TopicPartition(topic, partition)
         wanted = OFFSET_SPECS[spec] if isinstance(spec, str) else spec
-        error, answer = self._call(self._admin.list_partition_offsets, {tp: wanted}, timeout_ms=REQUEST_TIMEOUT_MS)
+        error, answer = self._call(self._admin.list_partition_offsets, {tp: wanted},
+                                   isolation_level=ISOLATION_LEVELS[isolation], timeout_ms=REQUEST_TIMEOUT_MS)
         if answer is None or answer.get(tp) is None:
             return {"error": error, "offset": -1, "timestamp": -1}
         found = answer[tp]
@@ -352,7 +385,44 @@ class KafkaPythonDriver:
             producer.close(timeout=10)
         return NONE
 
+    def transaction_begin(self, handle: str, transactional_id: str) -> str:
+        assert handle not in self._transactions, f"transaction {handle} is open already"
+        producer = kafka.KafkaProducer(bootstrap_servers=self.bootstrap, transactional_id=transactional_id,
+                                       max_block_ms=int(TXN_TIMEOUT_S * 1000),
+                                       request_timeout_ms=REQUEST_TIMEOUT_MS)
+        self._transactions[handle] = producer
+        try:
+            producer.init_transactions()
+            producer.begin_transaction()
+        except kafka.errors.KafkaError as exc:
+            return errno_name(exc)
+        return NONE
+
+    def transaction_send(self, handle: str, topic: str, records: list[Record]) -> list[dict[str, Any]]:
+        producer = self._transactions[handle]
+        futures: list[Any] = []
+        for record in records:
+            try:
+                futures.append(producer.send(topic, **_send_args(record)))
+            except kafka.errors.KafkaError as exc:
+                futures.append(exc)
+        producer.flush(timeout=FLUSH_TIMEOUT_S)
+        return [self._answer(f) for f in futures]
+
+    def transaction_end(self, handle: str, commit: bool) -> str:
+        producer = self._transactions.pop(handle)
+        try:
+            producer.commit_transaction() if commit else producer.abort_transaction()
+        except kafka.errors.KafkaError as exc:
+            return errno_name(exc)
+        finally:
+            producer.close(timeout=10)
+        return NONE
+
     def close(self) -> None:
+        for producer in self._transactions.values():
+            producer.close(timeout=10)
+        self._transactions.clear()
         for handle in list(self._members):
             self.member_stop(handle)
         self._admin.close()

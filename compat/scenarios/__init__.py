@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..clients.base import Driver
-from . import admin, configs, errors, groups, records, transactions
+from . import admin, configs, errors, groups, read_committed, records, transactions
 from .common import Context
 
 Scenario = Callable[[Driver, Context], dict[str, Any]]
@@ -16,7 +16,8 @@ SCENARIOS: dict[str, Scenario] = {
     fn.__name__: fn
     for fn in [
         admin.api_versions, admin.metadata, admin.topic_lifecycle, *records.SCENARIOS,
-        *groups.SCENARIOS, *transactions.SCENARIOS, admin.delete_records, *errors.SCENARIOS, *configs.SCENARIOS,
+        *groups.SCENARIOS, *transactions.SCENARIOS, *read_committed.SCENARIOS,
+        admin.delete_records, *errors.SCENARIOS, *configs.SCENARIOS,
     ]
 }
 

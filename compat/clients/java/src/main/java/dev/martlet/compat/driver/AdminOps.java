@@ -16,6 +16,7 @@ import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -23,6 +24,7 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
@@ -185,7 +187,8 @@ final class AdminOps implements AutoCloseable {
         }
         Map<String, Object> out = new LinkedHashMap<>();
         try {
-            ListOffsetsResultInfo info = get(admin().listOffsets(Map.of(tp, spec)).partitionResult(tp));
+            ListOffsetsOptions options = new ListOffsetsOptions(isolation(a.str("isolation", "read_uncommitted")));
+            ListOffsetsResultInfo info = get(admin().listOffsets(Map.of(tp, spec), options).partitionResult(tp));
             out.put("error", "NONE");
             out.put("offset", info.offset());
             out.put("timestamp", info.timestamp());
@@ -195,6 +198,14 @@ final class AdminOps implements AutoCloseable {
             out.put("timestamp", -1L);
         }
         return out;
+    }
+
+    private static IsolationLevel isolation(String name) {
+        switch (name) {
+            case "read_uncommitted": return IsolationLevel.READ_UNCOMMITTED;
+            case "read_committed": return IsolationLevel.READ_COMMITTED;
+            default: throw new IllegalArgumentException("unknown isolation level " + name);
+        }
     }
 
     Map<String, Long> committed(Args a) throws Exception {

@@ -41,7 +41,7 @@ final class ClientOps {
         this.bootstrap = bootstrap;
     }
 
-    private Properties producerProps() {
+    Properties producerProps() {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ProducerConfig.CLIENT_ID_CONFIG, "martlet-compat-java-producer-" + (++serial));
@@ -90,7 +90,7 @@ final class ClientOps {
         }
     }
 
-    private static List<Future<RecordMetadata>> sendAll(KafkaProducer<String, String> producer,
+    static List<Future<RecordMetadata>> sendAll(KafkaProducer<String, String> producer,
                                                         List<ProducerRecord<String, String>> records) {
         List<Future<RecordMetadata>> sent = new ArrayList<>();
         // send() to a partition missing from the metadata blocks for max.block.ms, then fails
@@ -125,7 +125,7 @@ final class ClientOps {
         return sent;
     }
 
-    private static List<Map<String, Object>> collect(List<Future<RecordMetadata>> sent,
+    static List<Map<String, Object>> collect(List<Future<RecordMetadata>> sent,
                                                      List<ProducerRecord<String, String>> records) {
         List<Map<String, Object>> out = new ArrayList<>();
         for (int i = 0; i < sent.size(); i++) {
@@ -154,17 +154,8 @@ final class ClientOps {
         JsonNode from = a.raw("from_offset");
         int maxRecords = a.integer("max_records");
         long deadline = System.nanoTime() + (long) (a.number("timeout_s") * 1e9);
-        Properties props = new Properties();
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "martlet-compat-java-consumer-" + (++serial));
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, a.str("isolation", "read_uncommitted"));
-        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
-        props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30_000);
         List<Map<String, Object>> out = new ArrayList<>();
-        KafkaConsumer<String, String> consumer =
-                new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
+        KafkaConsumer<String, String> consumer = consumer(a.str("isolation", "read_uncommitted"), null);
         try {
             List<TopicPartition> assigned = new ArrayList<>();
             if (partitions == null) {
@@ -181,17 +172,7 @@ final class ClientOps {
                 return out;
             }
             consumer.assign(assigned);
-            if (from == null || "earliest".equals(from.asText())) {
-                consumer.seekToBeginning(assigned);
-            } else if ("latest".equals(from.asText())) {
-                consumer.seekToEnd(assigned);
-            } else if (from.canConvertToLong()) {
-                for (TopicPartition tp : assigned) {
-                    consumer.seek(tp, from.asLong());
-                }
-            } else {
-                throw new IllegalArgumentException("from_offset must be earliest, latest or an offset: " + from);
-            }
+            seek(consumer, assigned, from);
             while (out.size() < maxRecords) {
                 Duration left = remaining(deadline, 0);
                 if (left.isZero()) {
@@ -203,6 +184,76 @@ final class ClientOps {
                     }
                 }
             }
+            return out;
+        } finally {
+            consumer.close(CloseOptions.timeout(CLOSE_TIMEOUT));
+        }
+    }
+
+    /** A consumer of assigned partitions; with a group it may commit, and never does by itself. */
+    private KafkaConsumer<String, String> consumer(String isolation, String group) {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "martlet-compat-java-consumer-" + (++serial));
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
+        props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30_000);
+        if (group != null) {
+            props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        }
+        return new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
+    }
+
+    private static void seek(KafkaConsumer<String, String> consumer, List<TopicPartition> assigned, JsonNode from) {
+        if (from == null || "earliest".equals(from.asText())) {
+            consumer.seekToBeginning(assigned);
+        } else if ("latest".equals(from.asText())) {
+            consumer.seekToEnd(assigned);
+        } else if (from.canConvertToLong()) {
+            for (TopicPartition tp : assigned) {
+                consumer.seek(tp, from.asLong());
+            }
+        } else {
+            throw new IllegalArgumentException("from_offset must be earliest, latest or an offset: " + from);
+        }
+    }
+
+    /**
+     * Poll one assigned partition until the position reaches until_offset (or timeout_s);
+     * with a group, commitSync() of what was consumed: {records, position, commit}.
+     */
+    Map<String, Object> consumePosition(Args a) {
+        TopicPartition tp = new TopicPartition(a.str("topic"), a.integer("partition"));
+        long until = a.raw("until_offset") == null ? Long.MAX_VALUE : a.raw("until_offset").asLong();
+        long deadline = System.nanoTime() + (long) (a.number("timeout_s") * 1e9);
+        String group = a.str("group", null);
+        List<Map<String, Object>> records = new ArrayList<>();
+        KafkaConsumer<String, String> consumer = consumer(a.str("isolation", "read_uncommitted"), group);
+        try {
+            consumer.assign(List.of(tp));
+            seek(consumer, List.of(tp), a.raw("from_offset"));
+            long position = -1;
+            while (position < until && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    records.add(Records.consumed(record, false));
+                }
+                position = consumer.position(tp, Duration.ofSeconds(10));
+            }
+            String commit = null;
+            if (group != null) {
+                try {
+                    consumer.commitSync(Duration.ofSeconds(30));
+                    commit = "NONE";
+                } catch (Exception e) {
+                    commit = ErrorNames.of(e);
+                }
+            }
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("records", records);
+            out.put("position", position);
+            out.put("commit", commit);
             return out;
         } finally {
             consumer.close(CloseOptions.timeout(CLOSE_TIMEOUT));

@@ -31,12 +31,14 @@ public final class Driver {
     private final AdminOps admin;
     private final ClientOps clients;
     private final Members members;
+    private final Transactions transactions;
     private boolean closing;
 
     Driver(String bootstrap) {
         admin = new AdminOps(bootstrap);
         clients = new ClientOps(bootstrap);
         members = new Members(bootstrap);
+        transactions = new Transactions(clients);
     }
 
     public static void main(String[] argv) throws IOException {
@@ -131,6 +133,14 @@ public final class Driver {
                 return admin.committed(a);
             case "transaction":
                 return clients.transaction(a);
+            case "transaction_begin":
+                return transactions.begin(a);
+            case "transaction_send":
+                return transactions.send(a);
+            case "transaction_end":
+                return transactions.end(a);
+            case "consume_position":
+                return clients.consumePosition(a);
             case "close":
                 closing = true;
                 return null;
@@ -154,6 +164,7 @@ public final class Driver {
 
     private void shutdown() {
         try {
+            transactions.close();
             members.close();
         } finally {
             admin.close();
