@@ -32,6 +32,7 @@ LSO_WAIT_S = 15.0
 POSITION_WAIT_S = 15.0
 ABORTED_RECORDS = 1200
 ABORTED_VALUE_BYTES = 1000
+SEGMENT_BYTES = 1 << 20
 
 
 def _values(tag: str, count: int) -> list[Record]:
@@ -193,7 +194,8 @@ def read_committed_lso(driver: Driver, ctx: Context) -> dict[str, Any]:
 
 def read_committed_position(driver: Driver, ctx: Context) -> dict[str, Any]:
     """a read_committed consumer ends past an aborted tail and its marker, and commits that."""
-    topic = ctx.topic(driver, "t")
+    # Segments of the smallest size Kafka takes, so the aborted transaction spans a roll.
+    topic = ctx.topic(driver, "t", configs={"segment.bytes": str(SEGMENT_BYTES)})
     produced_ok(driver.produce(topic, _values("p", 2)), "plain p0 p1")
     # Larger than one fetch answer of a partition (1 MiB by default in every client), so
     # the aborted transaction spans several fetches.
