@@ -7,6 +7,14 @@ transactional ids it coordinates (clients ask every node and merge), DescribeTra
 for an id it coordinates (any other: NOT_COORDINATOR), DescribeProducers for a partition it
 serves (any other: NOT_LEADER_OR_FOLLOWER).
 
+DescribeProducers of a `__consumer_offsets` partition, an offsets shard (internal_topics.py):
+the shard this node serves has no producers, any other NOT_LEADER_OR_FOLLOWER. Its records are
+Martlet's, not Kafka batches, so it has no producer state: the offsets a transaction stages
+there have no Kafka offset an abort could name, and end with the coordinator's marker (Kafka
+lists the transactional producers of the partition). `kafka-transactions.sh find-hanging
+--broker-id N` asks about every partition the broker leads, this topic's too: answered
+UNKNOWN_TOPIC_OR_PARTITION, which the Admin client retries, it ran into its timeout.
+
 Kafka's filters in ListTransactions: states by Kafka's names (an unknown name is returned in
 unknown_state_filters and matches nothing), producer ids, a duration (only transactions
 running longer than it), and from v2 a regular expression the whole id must match (KIP-1152;
@@ -25,6 +33,7 @@ from kio.schema.list_transactions.v2.request import ListTransactionsRequest
 
 from ...engine.api import TopicPartition, TxnMetadata, TxnState, errors
 from ..context import Context
+from ..internal_topics import is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     DescribeProducersAnswer,
@@ -104,6 +113,8 @@ async def describe_producers(ctx: Context, header: RequestHeader, request: Descr
 
 
 def _producers(ctx: Context, tp: TopicPartition) -> DescribeProducersPartitionAnswer:
+    if is_internal(tp.topic):
+        return _shard_producers(ctx, tp.partition)
     try:
         active = ctx.partitions.producers(tp)
     except (errors.UnknownPartition, errors.NotServedHere) as error:
@@ -112,3 +123,13 @@ def _producers(ctx: Context, tp: TopicPartition) -> DescribeProducersPartitionAn
         {"producer_id": p.producer_id, "producer_epoch": p.epoch, "last_sequence": p.last_sequence,
          "last_timestamp": p.last_timestamp, "coordinator_epoch": p.coordinator_epoch,
          "current_txn_start_offset": p.txn_start_offset} for p in active]}
+
+
+def _shard_producers(ctx: Context, index: int) -> DescribeProducersPartitionAnswer:
+    if not 0 <= index < ctx.groups.shard_count:
+        code = ErrorCode.unknown_topic_or_partition
+    elif not ctx.cluster.owns_shard(index):
+        code = ErrorCode.not_leader_or_follower
+    else:
+        code = ErrorCode.none
+    return {"partition_index": index, "error_code": code, "active_producers": []}

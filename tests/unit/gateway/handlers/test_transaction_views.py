@@ -1,13 +1,15 @@
 """The transaction admin views through the dispatcher: ListTransactions with each filter,
 DescribeTransactions of known, unknown and elsewhere-coordinated ids, DescribeProducers of
-a partition with an idempotent producer and an open transaction."""
+a partition with an idempotent producer and an open transaction, and of `__consumer_offsets`
+partitions (offsets shards)."""
 
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from martlet.engine.api import TopicPartition
+from martlet.engine.api import NodeIdentity, TopicPartition
 
+from .fake_cluster import LOCAL, NODE_2, ThreeNodes
 from .harness import NOW_MS, Broker
 from .test_read_committed import marker, produce, txn_batch
 from .test_transactions import add, end, init, settle
@@ -113,3 +115,26 @@ def test_describe_producers_of_a_missing_partition_is_unknown_topic_or_partition
     missing, present = producers(broker, "t", 3, 0)
     assert missing.error_code == ErrorCode.unknown_topic_or_partition
     assert (present.error_code, list(present.active_producers)) == (ErrorCode.none, [])
+
+
+
+class ShardThreeElsewhere(ThreeNodes):
+    def shard_owner(self, shard: int) -> NodeIdentity | None:
+        return NODE_2 if shard == 3 else LOCAL
+
+    def owns_shard(self, shard: int) -> bool:
+        return shard != 3
+
+
+def test_describe_producers_of_an_offsets_shard_is_empty_here_and_elsewhere_not_leader() -> None:
+    # find-hanging --broker-id asks about every partition the broker leads, __consumer_offsets
+    # included; UNKNOWN_TOPIC_OR_PARTITION there made the Admin client retry until it timed out.
+    broker = Broker(cluster=ShardThreeElsewhere())
+    try:
+        count = broker.engine.groups.shard_count
+        served, elsewhere, beyond = producers(broker, "__consumer_offsets", 0, 3, count)
+    finally:
+        broker.close()
+    assert (served.error_code, list(served.active_producers)) == (ErrorCode.none, [])
+    assert elsewhere.error_code == ErrorCode.not_leader_or_follower
+    assert beyond.error_code == ErrorCode.unknown_topic_or_partition
