@@ -27,7 +27,6 @@ COORDINATOR_LOADING, NOT_COORDINATOR = 14, 16
 DESCRIBE_GROUPS, DESCRIBE_CLUSTER, CONSUMER_GROUP_HEARTBEAT = 15, 60, 68
 FIND_COORDINATOR, API_VERSIONS, DESCRIBE_TOPIC_PARTITIONS = 10, 18, 75
 
-TRANSACTIONS = "the transaction admin views are not served yet (issue 14)"
 SECURITY = "SASL, ACLs, quotas, SCRAM and delegation tokens are not served (PLAINTEXT only)"
 KRAFT = "describes or changes a KRaft controller quorum, which Martlet does not have"
 SHARE = "share groups (KIP-932) are not served"
@@ -42,7 +41,6 @@ DIFFERENCES: dict[int, tuple[tuple[int, int] | None, str]] = {
     36: (None, SECURITY), 38: (None, SECURITY), 39: (None, SECURITY), 40: (None, SECURITY),
     41: (None, SECURITY), 48: (None, SECURITY), 49: (None, SECURITY), 50: (None, SECURITY),
     51: (None, SECURITY),
-    61: (None, TRANSACTIONS), 65: (None, TRANSACTIONS), 66: (None, TRANSACTIONS),
     34: (None, "AlterReplicaLogDirs: a partition's data has one place, the store"),
     55: (None, KRAFT), 57: (None, KRAFT), 64: (None, KRAFT), 80: (None, KRAFT), 81: (None, KRAFT),
     74: (None, "ListConfigResources (client metrics resources): client telemetry is not collected"),
