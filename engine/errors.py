@@ -33,6 +33,12 @@ class StaleProducerEpoch(EngineError):
     """A producer wrote with an epoch older than one already seen for its id."""
 
 
+class CoordinatorFenced(EngineError):
+    """A transaction marker carries a coordinator epoch older than the one of the last marker
+    the partition took for its producer (Kafka's TRANSACTION_COORDINATOR_FENCED): a newer
+    coordinator, or an admin's abort, ended that producer's transaction here already."""
+
+
 class TransactionOpen(EngineError):
     """A producer with an open transaction in the partition wrote a batch outside it (one
     without the transactional bit)."""

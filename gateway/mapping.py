@@ -15,6 +15,7 @@ _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (engine_errors.OffsetOutOfRange, ErrorCode.offset_out_of_range),
     (engine_errors.OutOfOrderSequence, ErrorCode.out_of_order_sequence_number),
     (engine_errors.StaleProducerEpoch, ErrorCode.invalid_producer_epoch),
+    (engine_errors.CoordinatorFenced, ErrorCode.transaction_coordinator_fenced),
     (engine_errors.TransactionOpen, ErrorCode.invalid_txn_state),
     (engine_errors.InvalidName, ErrorCode.invalid_topic_exception),
     (engine_errors.TopicExists, ErrorCode.topic_already_exists),

@@ -27,6 +27,11 @@ _SIZE = struct.Struct(">i")
 _correlation = itertools.count(1)
 
 
+# A marker answered with these was refused for good: that producer's transaction there was
+# ended already (an admin's abort with a later epoch), as the local path treats it.
+ENDED = frozenset({ErrorCode.none, ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced})
+
+
 async def send_markers(node: NodeIdentity, markers: RemoteMarkers) -> list[str]:
     """Ask `node` to write these markers; what it could not mark, as "topic-partition: error"."""
     topics: dict[str, list[int]] = {}
@@ -41,7 +46,7 @@ async def send_markers(node: NodeIdentity, markers: RemoteMarkers) -> list[str]:
     answer = await asyncio.wait_for(_call(node, request), CALL_TIMEOUT_S)
     return [f"{TopicPartition(topic.name, p.partition_index)}: {ErrorCode(p.error_code).name}"
             for result in answer.markers for topic in result.topics for p in topic.partitions
-            if p.error_code != ErrorCode.none]
+            if p.error_code not in ENDED]
 
 
 async def _call(node: NodeIdentity, request: object) -> WriteTxnMarkersResponse:

@@ -40,7 +40,7 @@ from ...records.control import ControlType, Marker
 from ...records.decode import control_marker
 from ...records.errors import InvalidBatch
 from ...records.header import BatchHeader, Buffer
-from ..errors import DuplicateBatch, OutOfOrderSequence, StaleProducerEpoch, TransactionOpen
+from ..errors import CoordinatorFenced, DuplicateBatch, OutOfOrderSequence, StaleProducerEpoch, TransactionOpen
 from .txnindex import AbortedTxn
 
 BATCHES_KEPT = 5
@@ -124,8 +124,12 @@ class ProducerState:
     def get(self, producer_id: int) -> ProducerEntry | None:
         return self.producers.get(producer_id)
 
-    def check(self, header: BatchHeader) -> None:
-        """Raise if the batch must not be written: stale epoch, duplicate, or a gap."""
+    def check(self, header: BatchHeader, marker: Marker | None = None) -> None:
+        """Raise if the batch must not be written: stale epoch, duplicate, or a gap; for a
+        marker (`marker`: what the control batch carries, see end_marker), a stale producer
+        or coordinator epoch."""
+        if marker is not None and header.producer_id >= 0:
+            self._check_marker(header, marker)
         if not tracked(header):
             return
         if not header.is_transactional and header.producer_id in self.open:
@@ -141,6 +145,19 @@ class ProducerState:
             return
         _check_duplicate(entry, header)
         _expect_sequence(header, entry.next_sequence())
+
+    def _check_marker(self, header: BatchHeader, marker: Marker) -> None:
+        """Kafka's appendEndTxnMarker checks: a marker older than the producer's epoch, or
+        from an older coordinator than the producer's last marker, is refused."""
+        entry = self.producers.get(header.producer_id)
+        if entry is None:
+            return
+        if header.producer_epoch < entry.epoch:
+            raise StaleProducerEpoch(f"marker of producer {header.producer_id} at epoch {header.producer_epoch} "
+                                     f"< {entry.epoch}")
+        if marker.coordinator_epoch < entry.coordinator_epoch:
+            raise CoordinatorFenced(f"marker of producer {header.producer_id} from coordinator epoch "
+                                    f"{marker.coordinator_epoch} < {entry.coordinator_epoch}")
 
     def active(self) -> list[ActiveProducer]:
         return [ActiveProducer(pid, entry.epoch, entry.batches[-1].last_sequence if entry.batches else -1,

@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ..cluster import ClusterView, NodeIdentity
-from ..errors import NotServedHere, PartitionClosed, UnknownPartition
+from ..errors import CoordinatorFenced, NotServedHere, PartitionClosed, StaleProducerEpoch, UnknownPartition
 from ..groups.service import Groups
 from ..partitions import Partitions
 from ..producer_ids import ProducerIds
@@ -259,6 +259,11 @@ class Transactions:
                                                      COORDINATOR_EPOCH, self._now_ms())
         except UnknownPartition:
             return  # deleted since it joined the transaction: nothing left to mark
+        except (StaleProducerEpoch, CoordinatorFenced) as refused:
+            # Ended here by someone else already (an admin's abort with a later epoch): writing
+            # it again is refused for good, so waiting on it would hold the transaction forever.
+            logger.warning("marker of transaction %r refused in %s: %s", markers.transactional_id, tp, refused)
+            return
         await self._partitions.wait_persisted(tp, offset)
 
     # -- the clock ----------------------------------------------------------------------------

@@ -24,12 +24,12 @@ from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnReques
 from kio.schema.end_txn.v5.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.txn_offset_commit.v5.request import TxnOffsetCommitRequest
-from kio.schema.write_txn_markers.v2.request import WriteTxnMarkersRequest
+from kio.schema.write_txn_markers.v2.request import WritableTxnMarker, WriteTxnMarkersRequest
 
 from ...engine.api import CommittedOffset, GroupError, TopicPartition, TxnAnswer, TxnError, errors
 from ..context import Context
 from ..internal_topics import OFFSETS
-from ..mapping import group_code
+from ..mapping import error_code, group_code
 from ..protocol.answers import (
     AddOffsetsToTxnAnswer,
     AddPartitionsToTxnAnswer,
@@ -209,8 +209,7 @@ async def write_txn_markers(ctx: Context, header: RequestHeader, request: WriteT
     for marker in request.markers:
         topics: list[WriteTxnMarkersWritableTxnMarkerTopicResultAnswer] = []
         for topic in marker.topics:
-            codes = [await _mark(ctx, marker.producer_id, marker.producer_epoch, marker.transaction_result,
-                                 topic.name, index) for index in topic.partition_indexes]
+            codes = [await _mark(ctx, marker, topic.name, index) for index in topic.partition_indexes]
             topics.append({"name": topic.name, "partitions": [
                 {"partition_index": index, "error_code": code} for index, code in zip(topic.partition_indexes, codes,
                                                                                       strict=True)]})
@@ -218,7 +217,8 @@ async def write_txn_markers(ctx: Context, header: RequestHeader, request: WriteT
     return {"markers": results}
 
 
-async def _mark(ctx: Context, producer_id: int, epoch: int, commit: bool, topic: str, index: int) -> ErrorCode:
+async def _mark(ctx: Context, marker: WritableTxnMarker, topic: str, index: int) -> ErrorCode:
+    producer_id, commit = marker.producer_id, marker.transaction_result
     if topic == OFFSETS:
         if not ctx.groups.serves_shard(index):
             return ErrorCode.not_coordinator
@@ -229,10 +229,10 @@ async def _mark(ctx: Context, producer_id: int, epoch: int, commit: bool, topic:
         return ErrorCode.none
     tp = TopicPartition(topic, index)
     try:
-        offset = ctx.partitions.append_control(tp, producer_id, epoch, commit, 0, ctx.clock.now_ms())
+        offset = ctx.partitions.append_control(tp, producer_id, marker.producer_epoch, commit,
+                                               marker.coordinator_epoch, ctx.clock.now_ms())
         await ctx.partitions.wait_persisted(tp, offset)
-    except errors.UnknownPartition:
-        return ErrorCode.unknown_topic_or_partition
-    except (errors.NotServedHere, errors.PartitionClosed):
-        return ErrorCode.not_leader_or_follower
+    except (errors.UnknownPartition, errors.NotServedHere, errors.PartitionClosed, errors.StaleProducerEpoch,
+            errors.CoordinatorFenced) as error:
+        return error_code(error)
     return ErrorCode.none

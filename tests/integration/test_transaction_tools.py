@@ -300,10 +300,6 @@ def write_plain(bootstrap: str, topic: str, value: bytes) -> None:
     assert producer.flush(CLIENT_TIMEOUT_S) == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Martlet writes every marker with coordinator epoch 0: gateway/handlers/transactions.py `_mark` drops "
-    "WriteTxnMarkers' coordinator_epoch, and engine/log/producers.py does not fence a marker whose coordinator "
-    "epoch is below the producer's last (Kafka's TRANSACTION_COORDINATOR_FENCED)"))
 def test_abort_by_producer_keeps_the_coordinator_epoch_and_fences_an_older_one(
         kafka_tool: Any, bootstraps: dict[str, str], hanging_for_abort: dict[str, Hanging]) -> None:
     """The form for brokers before 3.0: the producer and the coordinator epoch are given, so

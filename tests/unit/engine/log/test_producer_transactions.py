@@ -8,7 +8,7 @@ import crc32c
 import pytest
 from log_batches import make_batch
 
-from martlet.engine.errors import TransactionOpen
+from martlet.engine.errors import CoordinatorFenced, StaleProducerEpoch, TransactionOpen
 from martlet.engine.log.producers import CompletedTxn, ProducerState, end_marker
 from martlet.records.build import build_control_batch
 from martlet.records.control import ControlType, Marker
@@ -41,9 +41,10 @@ class Writer:
         kind = ControlType.COMMIT if commit else ControlType.ABORT
         batch = build_control_batch(pid, epoch, kind, coordinator_epoch, timestamp_ms, base_offset=self.offset)
         header = parse_header(batch)
-        self.state.check(header)  # markers pass the producer checks
+        marker = end_marker(batch, header)
+        self.state.check(header, marker)  # the marker checks: producer and coordinator epochs
         self.offset = header.next_offset
-        return self.state.update(header, end_marker(batch, header))
+        return self.state.update(header, marker)
 
 
 def test_the_first_transactional_batch_opens_a_transaction_at_its_base_offset():
@@ -108,6 +109,32 @@ def test_a_marker_moves_the_producer_to_its_epoch():
     assert entry is not None and entry.epoch == 1 and not entry.batches
     writer.sequences[7] = 0
     writer.data(7, epoch=1)  # the producer goes on at the new epoch from sequence 0
+
+
+def test_a_marker_older_than_the_producers_epoch_is_refused():
+    writer = Writer()
+    writer.data(7, epoch=2)
+    with pytest.raises(StaleProducerEpoch):
+        writer.marker(7, commit=False, epoch=1)
+    assert writer.state.first_open_offset() == 0  # the transaction is still open
+    assert writer.marker(7, commit=False, epoch=2) is not None
+
+
+def test_a_marker_from_an_older_coordinator_is_fenced():
+    writer = Writer()
+    writer.data(7)
+    writer.marker(7, commit=False, coordinator_epoch=5)
+    writer.data(7)
+    with pytest.raises(CoordinatorFenced):
+        writer.marker(7, commit=True, coordinator_epoch=3)
+    assert writer.state.first_open_offset() is not None
+    completed = writer.marker(7, commit=True, coordinator_epoch=5)  # the same coordinator: taken
+    assert completed is not None and not completed.aborted
+
+
+def test_markers_of_unknown_producers_pass():
+    writer = Writer()
+    assert writer.marker(9, commit=True, epoch=0, coordinator_epoch=0) is None  # nothing open: ends nothing
 
 
 def test_end_marker_reads_the_control_record_and_ignores_other_batches():
