@@ -102,6 +102,10 @@ class Partitions:
         """The producers the partition knows of, memory tail included (DescribeProducers)."""
         return self._get(tp).producers.active()
 
+    def in_transaction(self, tp: TopicPartition, producer_id: int) -> bool:
+        """The producer has a transaction open in the partition (a batch of it, no marker yet)."""
+        return producer_id in self._get(tp).producers.open
+
     def end_offset_for(self, tp: TopicPartition, session: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (the largest session <= `session`, the offset it ended at)."""
         return self._get(tp).end_offset_for(session)

@@ -33,7 +33,7 @@ import time
 
 from kio.schema.errors import ErrorCode
 
-from ...engine.api import Durability, Topic, TopicPartition, errors
+from ...engine.api import Durability, Topic, TopicPartition, TxnError, errors
 from ...records.build import recompress
 from ...records.decode import decode_records, record_times
 from ...records.errors import InvalidBatch, Reason
@@ -61,6 +61,8 @@ ACKS_ALLOWED = (0, 1, -1)
 DURABILITY = {0: Durability.MEMORY, 1: Durability.MEMORY, -1: Durability.PERSISTED}
 NO_TIMESTAMP = -1  # a record without a timestamp, which no timestamp window refuses
 INVALID_TIMESTAMP = "One or more records have been rejected due to invalid timestamp"  # Kafka's words
+NOT_ADDED = "Partition was not added to the transaction"  # Kafka's words
+TRANSACTION_ABORTABLE_FROM = 11  # the Produce version from which a failed check is TRANSACTION_ABORTABLE
 
 
 @handles(ApiKey.PRODUCE, 3, 13, Codec(decode_produce, encode_produce_response))
@@ -83,7 +85,7 @@ async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) 
                 named = [TopicPartition(t.name, p.index) for t in request.topic_data for p in t.partition_data]
                 await ctx.partitions.wait_opened(named, max(timeout_s - (time.monotonic() - started), 0.001))
             waits: list[asyncio.Task[None]] = []
-            responses = [_topic(ctx, request, topic, waits) for topic in request.topic_data]
+            responses = [_topic(ctx, request, header.api_version, topic, waits) for topic in request.topic_data]
             next_request_may_start()  # appended: only the wait for C is left
             if waits:
                 await asyncio.wait(waits, timeout=max(timeout_s - (time.monotonic() - started), 0.001))
@@ -139,13 +141,13 @@ def _all_failed(request: ProduceRequest, code: ErrorCode) -> list[TopicProduceAn
             for topic in request.topic_data]
 
 
-def _topic(ctx: Context, request: ProduceRequest, topic_data: TopicData,
+def _topic(ctx: Context, request: ProduceRequest, version: int, topic_data: TopicData,
            waits: list[asyncio.Task[None]]) -> TopicProduceAnswer:
     topic = ctx.topics.find(topic_data.name) if topic_data.name else None
     answers = []
     for partition_data in topic_data.partition_data:
         if topic is not None:
-            answers.append(_append(ctx, request, topic, partition_data, waits))
+            answers.append(_append(ctx, request, version, topic, partition_data, waits))
         elif is_internal(topic_data.name):
             answers.append(_failure(partition_data.index, WRITE_REFUSED))
         elif topic_data.topic_id is not None:
@@ -166,7 +168,7 @@ async def _create_missing(ctx: Context, request: ProduceRequest) -> None:
                 pass
 
 
-def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data: PartitionData,
+def _append(ctx: Context, request: ProduceRequest, version: int, topic: Topic, partition_data: PartitionData,
             waits: list[asyncio.Task[None]]) -> PartitionProduceAnswer:
     index = partition_data.index
     tp = TopicPartition(topic.name, index)
@@ -180,6 +182,8 @@ def _append(ctx: Context, request: ProduceRequest, topic: Topic, partition_data:
             return _failure(index, ErrorCode.invalid_timestamp, INVALID_TIMESTAMP) | {"record_errors": refused}
         if topic.config.compacted and (keyless := _without_key(batch, header, tp)):
             return _failure(index, ErrorCode.invalid_record, _rejected(keyless)) | {"record_errors": keyless}
+        if header.is_transactional and (unverified := _not_in_transaction(ctx, request, version, tp, header)):
+            return unverified
         if (wanted := compression_of(topic)) is not None and wanted[0] != header.compression:
             batch, header = _recompressed(batch, wanted, topic.config.max_batch_bytes)  # keeps a stamped time
         appended = ctx.partitions.append(tp, batch, header, DURABILITY[request.acks])
@@ -229,6 +233,30 @@ def _recompressed(batch: bytearray, wanted: tuple[int, int | None], max_batch_by
         raise InvalidBatch(Reason.TOO_LARGE, f"the batch is {header.size} bytes in the topic's compression.type, "
                                              f"over max.message.bytes {max_batch_bytes}")
     return batch, header
+
+
+def _not_in_transaction(ctx: Context, request: ProduceRequest, version: int, tp: TopicPartition,
+                        header: BatchHeader) -> PartitionProduceAnswer | None:
+    """KIP-890 part 1: the first transactional batch of a producer in a partition is taken
+    only if the coordinator has the partition in that producer's ongoing transaction, so a
+    late write of a transaction that ended cannot open one nobody will ever close (a hanging
+    transaction holding read_committed readers back). Kafka's answer when it is not: before
+    Produce v11 INVALID_TXN_STATE with this message, from v11 TRANSACTION_ABORTABLE. The
+    check needs the coordinator: a transactional id coordinated by another node is taken
+    unchecked (the previous behaviour)."""
+    if ctx.partitions.in_transaction(tp, header.producer_id):
+        return None
+    transactional_id = request.transactional_id or ""
+    if transactional_id and not ctx.transactions.coordinates(transactional_id):
+        return None
+    error = ctx.transactions.verify(transactional_id, header.producer_id, header.producer_epoch, tp)
+    if error is TxnError.NONE:
+        return None
+    if error is TxnError.PRODUCER_FENCED:
+        return _failure(tp.partition, ErrorCode.invalid_producer_epoch)
+    if version >= TRANSACTION_ABORTABLE_FROM:
+        return _failure(tp.partition, ErrorCode.transaction_abortable)
+    return _failure(tp.partition, ErrorCode.invalid_txn_state, NOT_ADDED)
 
 
 def _outside_window(batch: bytearray, header: BatchHeader, window: tuple[int, int],

@@ -1,7 +1,7 @@
 """Read committed with a real client (librdkafka, through confluent_kafka) against a broker
 run in this process, so the test can write transaction markers through the engine as the
-coordinator will. The transactional batches go in as raw Produce requests with fixed
-producer ids (no coordinator hands ids to transactional producers yet).
+coordinator does. The transactional batches go in as raw Produce requests with fixed
+producer ids, each first made ongoing in the coordinator's state machine.
 
 A read_committed consumer gets the committed records only, stops at the first transaction
 still open (ListOffsets answers it that offset as the end of the partition) and goes on once
@@ -79,17 +79,31 @@ def broker(tmp_path: Path) -> Iterator[InProcessBroker]:
 
 
 class Writer:
-    """Raw Produce requests (v9, acks=all) with fixed producer ids and their sequences."""
+    """Raw Produce requests (v9, acks=all) with fixed producer ids and their sequences; the
+    coordinator is told first that each producer's transaction (id tx-<producer id>) holds
+    the partition, since the produce path verifies it (KIP-890 part 1)."""
 
-    def __init__(self, bootstrap: str) -> None:
-        self.client = RawClient(bootstrap)
+    def __init__(self, broker: InProcessBroker) -> None:
+        self.broker = broker
+        self.client = RawClient(broker.bootstrap)
         self.sequences: dict[int, int] = {}
+
+    def ongoing(self, producer_id: int) -> None:
+        async def add() -> None:  # on the broker's clock, an hour to run: its timer must not abort it
+            engine = self.broker.broker.engine
+            machine, now_ms = engine.transactions.machine, engine.clock.now_ms()
+            if machine.get(f"tx-{producer_id}") is None:
+                machine.init_producer_id(f"tx-{producer_id}", 3_600_000, now_ms, fresh_id=producer_id)
+            machine.add_partitions(f"tx-{producer_id}", producer_id, 0, [TP], now_ms)
+
+        self.broker.call(add())
 
     def send(self, values: list[bytes], producer_id: int = -1) -> int:
         records = [NewRecord(None, value, NOW_MS) for value in values]
         if producer_id < 0:
             batch = build_batch(records)
         else:
+            self.ongoing(producer_id)
             sequence = self.sequences.get(producer_id, 0)
             self.sequences[producer_id] = sequence + len(values)
             batch = build_batch(records, producer=Producer(producer_id, 0, sequence), transactional=True)
@@ -137,7 +151,7 @@ def write_history(broker: InProcessBroker, writer: Writer) -> int:
 
 def test_read_committed_sees_committed_records_and_stops_at_an_open_transaction(broker: InProcessBroker) -> None:
     broker.call(broker.broker.engine.topics.create(TOPIC, 1, {}))
-    writer = Writer(broker.bootstrap)
+    writer = Writer(broker)
     try:
         open_first = write_history(broker, writer)
     finally:
@@ -165,7 +179,7 @@ def test_after_a_restart_the_open_transaction_still_holds_read_committed_consume
     first = InProcessBroker(tmp_path / "data")
     try:
         first.call(first.broker.engine.topics.create(TOPIC, 1, {}))
-        writer = Writer(first.bootstrap)
+        writer = Writer(first)
         try:
             write_history(first, writer)
         finally:

@@ -2,12 +2,13 @@
 with isolation_level 1 (read_committed) stops at the last stable offset and lists the aborted
 transactions, ListOffsets answers the last stable offset for read_committed."""
 
+import pytest
 from kio.schema.errors import ErrorCode
 
 from martlet.engine.api import TopicPartition
 from martlet.records.build import NewRecord, Producer, build_batch, build_control_batch
 from martlet.records.control import ControlType
-from martlet.records.header import iter_batches
+from martlet.records.header import iter_batches, parse_header
 
 from .harness import FETCH, LIST_OFFSETS, NOW_MS, PRODUCE, Broker
 from .test_fetch import fetch_body
@@ -16,10 +17,25 @@ TP = TopicPartition("t", 0)
 LATEST = -1
 
 
-def produce(broker: Broker, batch: bytes, transactional_id: str | None = "tx", version: int = 9):
+def produce(broker: Broker, batch: bytes, transactional_id: str | None = None, version: int = 9):
+    """A transactional batch goes in as part of an ongoing transaction of id tx-<producer id>
+    (the coordinator is told of it first: the produce path verifies it, KIP-890 part 1)."""
+    header = parse_header(batch)
+    if header.is_transactional and transactional_id is None:
+        transactional_id = ongoing(broker, header.producer_id)
     body = {"transactional_id": transactional_id, "acks": -1, "timeout": 1000,
             "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": batch}]}]}
     return broker.call(PRODUCE, version, body).responses[0].partition_responses[0]
+
+
+def ongoing(broker: Broker, pid: int) -> str:
+    """The coordinator holds tx-<pid> ongoing with partition t-0, at producer id `pid` epoch 0
+    (straight into its state machine: the tests pick their producer ids)."""
+    machine, transactional_id = broker.engine.transactions.machine, f"tx-{pid}"
+    if machine.get(transactional_id) is None:
+        assert machine.init_producer_id(transactional_id, 60_000, NOW_MS, fresh_id=pid).producer_id == pid
+    machine.add_partitions(transactional_id, pid, 0, [TP], NOW_MS)
+    return transactional_id
 
 
 def txn_batch(pid: int, sequence: int, *values: bytes, transactional: bool = True) -> bytes:
@@ -133,3 +149,43 @@ def test_list_offsets_answers_the_last_stable_offset_for_read_committed(broker: 
     assert list_offset(broker, NOW_MS + 1, isolation_level=1) == (-1, -1)
     marker(broker, 7, commit=True)
     assert list_offset(broker, LATEST, isolation_level=1) == (-1, 4)
+
+
+@pytest.mark.parametrize(("version", "code", "message"), [
+    (9, ErrorCode.invalid_txn_state, "Partition was not added to the transaction"),
+    (11, ErrorCode.transaction_abortable, None),
+    (12, ErrorCode.transaction_abortable, None),
+])
+def test_a_transactional_batch_for_a_partition_outside_the_transaction_is_refused(
+        broker: Broker, version: int, code: ErrorCode, message: str | None) -> None:
+    """KIP-890 part 1, with the reference Kafka 4.4's answers per Produce version."""
+    broker.create_topic("t")
+    machine = broker.engine.transactions.machine
+    machine.init_producer_id("tx-7", 60_000, NOW_MS, fresh_id=7)  # ongoing nowhere yet
+    refused = produce(broker, txn_batch(7, 0, b"late"), transactional_id="tx-7", version=version)
+    assert (refused.error_code, refused.error_message) == (code, message)
+    assert list_offset(broker, LATEST, isolation_level=1) == list_offset(broker, LATEST, isolation_level=0)
+    machine.add_partitions("tx-7", 7, 0, [TP], NOW_MS)
+    assert produce(broker, txn_batch(7, 0, b"in"), transactional_id="tx-7", version=version).error_code == 0
+
+
+def test_a_late_write_after_the_transaction_ended_cannot_open_a_hanging_one(broker: Broker) -> None:
+    broker.create_topic("t")
+    assert produce(broker, txn_batch(7, 0, b"a")).error_code == ErrorCode.none
+    machine = broker.engine.transactions.machine
+    machine.end_txn("tx-7", 7, 0, False, NOW_MS)  # aborted; its marker lands below
+    machine.markers_written("tx-7", 0, NOW_MS)
+    marker(broker, 7, commit=False)
+    late = produce(broker, txn_batch(7, 1, b"retried"), transactional_id="tx-7")
+    assert late.error_code == ErrorCode.invalid_txn_state
+    high, stable = list_offset(broker, LATEST, isolation_level=0), list_offset(broker, LATEST, isolation_level=1)
+    assert high == stable  # nothing left open
+
+
+def test_a_fenced_producers_first_transactional_batch_is_refused(broker: Broker) -> None:
+    broker.create_topic("t")
+    machine = broker.engine.transactions.machine
+    machine.init_producer_id("tx-7", 60_000, NOW_MS, fresh_id=7)
+    assert machine.init_producer_id("tx-7", 60_000, NOW_MS, fresh_id=-1).epoch == 1  # a newer instance
+    refused = produce(broker, txn_batch(7, 0, b"zombie"), transactional_id="tx-7")
+    assert refused.error_code == ErrorCode.invalid_producer_epoch
