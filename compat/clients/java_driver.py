@@ -22,7 +22,6 @@ unchanged one never is (no Maven run, no network).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import queue
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..reference.kafka import java_executable
-from ..reference.maven import cache_dir, cached_classpath, read_marker, run_maven, tail_text
+from ..reference.maven import cache_dir, cached_classpath, project_hash, read_marker, run_maven, tail_text
 from .base import Record, Unsupported
 
 PROJECT_DIR = Path(__file__).resolve().with_name("java")
@@ -73,12 +72,7 @@ class JavaCallError(JavaDriverError):
 
 def source_hash() -> str:
     """A hash of the driver's sources (pom.xml and everything under src/)."""
-    digest = hashlib.sha256()
-    files = [POM_PATH, *sorted(p for p in (PROJECT_DIR / "src").rglob("*") if p.is_file())]
-    for path in files:
-        digest.update(path.relative_to(PROJECT_DIR).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:20]
+    return project_hash(PROJECT_DIR)
 
 
 def driver_home() -> Path:

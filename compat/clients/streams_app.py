@@ -18,7 +18,6 @@ The source hash covers ``pom.xml`` and ``src/``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import signal
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from ..reference.kafka import java_executable
-from ..reference.maven import cache_dir, cached_classpath, run_maven, tail_text
+from ..reference.maven import cache_dir, cached_classpath, project_hash, run_maven, tail_text
 from ..reference.process import dying_with_parent
 
 PROJECT_DIR = Path(__file__).resolve().with_name("streams")
@@ -47,12 +46,7 @@ class StreamsAppError(RuntimeError):
 
 def source_hash() -> str:
     """A hash of the app's sources (pom.xml and everything under src/)."""
-    digest = hashlib.sha256()
-    files = [POM_PATH, *sorted(p for p in (PROJECT_DIR / "src").rglob("*") if p.is_file())]
-    for path in files:
-        digest.update(path.relative_to(PROJECT_DIR).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:20]
+    return project_hash(PROJECT_DIR)
 
 
 def app_classpath() -> str:

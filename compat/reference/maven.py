@@ -15,6 +15,7 @@ processes from fetching the same item at once.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -25,6 +26,17 @@ from pathlib import Path
 
 MARKER_NAME = "classpath.txt"
 MAVEN_TIMEOUT_S = 900.0
+
+
+def project_hash(project: Path) -> str:
+    """A hash of a Maven project's sources (its pom.xml and everything under src/): what a
+    build cached under it was made from."""
+    digest = hashlib.sha256()
+    files = [project / "pom.xml", *sorted(p for p in (project / "src").rglob("*") if p.is_file())]
+    for path in files:
+        digest.update(path.relative_to(project).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:20]
 
 
 def cache_dir() -> Path:
