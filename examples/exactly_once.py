@@ -48,7 +48,7 @@ def send_one_transaction(producer: Producer, consumer: Consumer, output: str, me
 def run(options: argparse.Namespace) -> None:
     consumer = Consumer({"bootstrap.servers": options.bootstrap, "group.id": options.group,
                          "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "auto.offset.reset": "earliest"})
+                         "auto.offset.reset": "earliest", "session.timeout.ms": options.session_timeout_ms})
     producer = Producer({"bootstrap.servers": options.bootstrap, "transactional.id": options.transactional_id,
                          "transaction.timeout.ms": options.transaction_timeout_ms})
     producer.init_transactions(CALL_S)  # fences an earlier instance, aborting what it left open
@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transactional-id", required=True)
     parser.add_argument("--batch", type=int, default=100, help="at most this many records per transaction")
     parser.add_argument("--transaction-timeout-ms", type=int, default=60_000)
+    parser.add_argument("--session-timeout-ms", type=int, default=45_000,
+                        help="how long the group waits for a member that died before moving its partitions")
     parser.add_argument("--idle-exit-s", type=float, default=None, help="stop after this long with nothing to read")
     try:
         run(parser.parse_args(argv))

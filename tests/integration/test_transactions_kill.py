@@ -48,7 +48,7 @@ class App:
             self.proc = subprocess.Popen(
                 [sys.executable, str(EXAMPLE), "--bootstrap", bootstrap, "--input", source, "--output", sink,
                  "--group", group, "--transactional-id", f"tid-{group}", "--batch", "50",
-                 "--transaction-timeout-ms", "30000"],
+                 "--transaction-timeout-ms", "30000", "--session-timeout-ms", "6000"],
                 stdout=subprocess.PIPE, stderr=stderr, text=True)
         self.committed = 0
         self.reader = threading.Thread(target=self._follow, daemon=True)
