@@ -18,7 +18,7 @@ from kio.schema.incremental_alter_configs.v1.request import AlterableConfig, Inc
 from ...engine.api import Topic, errors
 from ..broker_dynamic import CLUSTER, changed, layers, topic_defaults
 from ..context import Context
-from ..internal_topics import CHANGE_MESSAGE, OFFSETS_CONFIGS, WRITE_REFUSED, is_internal
+from ..internal_topics import INTERNAL_CONFIGS, WRITE_REFUSED, change_message, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     AlterConfigsAnswer,
@@ -81,7 +81,7 @@ def _describe_one(ctx: Context, resource: DescribeConfigsResource, synonyms: boo
     if resource.resource_type != TOPIC:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": "unsupported resource type"}
     try:
-        overridden = (OFFSETS_CONFIGS if is_internal(resource.resource_name)
+        overridden = (INTERNAL_CONFIGS[resource.resource_name] if is_internal(resource.resource_name)
                       else kafka_overrides(ctx.topics.get(resource.resource_name)))
     except errors.EngineError as error:
         return answer | {"error_code": error_code(error), "error_message": str(error)}
@@ -180,7 +180,7 @@ async def _alter(ctx: Context, resource_type: int, name: str, new_overrides: New
     if resource_type != TOPIC:
         return answer | {"error_code": ErrorCode.invalid_request, "error_message": "only topic configs can be altered"}
     if is_internal(name):
-        return answer | {"error_code": WRITE_REFUSED, "error_message": CHANGE_MESSAGE}
+        return answer | {"error_code": WRITE_REFUSED, "error_message": change_message(name)}
     try:
         topic = ctx.topics.get(name)
         overrides = to_overrides(new_overrides(kafka_overrides(topic)))

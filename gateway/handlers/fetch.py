@@ -35,7 +35,7 @@ from kio.schema.fetch.v18.request import FetchRequest
 
 from ...engine.api import PartitionInfo, TopicPartition, errors
 from ..context import Context
-from ..internal_topics import OFFSETS, READ_REFUSED, internal_by_id, is_internal
+from ..internal_topics import READ_REFUSED, internal_by_id, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     FetchableTopicAnswer,
@@ -104,8 +104,8 @@ def _wanted(ctx: Context, request: FetchRequest, by_id: bool) -> list[Wanted]:
             topic_id = topic.topic_id
             found = ctx.topics.by_id(topic_id) if topic_id is not None else None
             name, unknown = (found.name, False) if found is not None else ("", True)
-            if unknown and internal_by_id(ctx, topic_id):
-                name, unknown = OFFSETS, False
+            if unknown and (internal := internal_by_id(ctx, topic_id)) is not None:
+                name, unknown = internal, False
         for p in topic.partitions:
             wanted.append(Wanted(TopicPartition(name, p.partition), p.fetch_offset,
                                  getattr(p, "current_leader_epoch", -1), p.partition_max_bytes, topic_id, unknown))

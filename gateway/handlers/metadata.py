@@ -33,7 +33,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from ...engine.api import NodeIdentity, Topic, errors
 from ..context import Context
-from ..internal_topics import OFFSETS, internal_by_id, is_internal, offsets_topic_id
+from ..internal_topics import INTERNAL_CONFIGS, internal_by_id, internal_topic_id, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     DescribeClusterAnswer,
@@ -103,9 +103,10 @@ def describe_topic(ctx: Context, topic: Topic, replicas: Replicas | None = None)
             "topic_authorized_operations": NO_OPERATIONS}
 
 
-def describe_offsets_topic(ctx: Context, replicas: Replicas | None = None) -> MetadataTopicAnswer:
-    """__consumer_offsets (internal_topics.py): a partition per shard, led by its coordinator."""
-    return {"error_code": ErrorCode.none, "name": OFFSETS, "topic_id": offsets_topic_id(ctx),
+def describe_internal_topic(ctx: Context, name: str, replicas: Replicas | None = None) -> MetadataTopicAnswer:
+    """__consumer_offsets or __transaction_state (internal_topics.py): a partition per shard,
+    led by its coordinator."""
+    return {"error_code": ErrorCode.none, "name": name, "topic_id": internal_topic_id(ctx, name),
             "is_internal": True, "partitions": _shard_partitions(ctx, replicas or Replicas(ctx.cluster.alive())),
             "topic_authorized_operations": NO_OPERATIONS}
 
@@ -156,8 +157,8 @@ async def _requested(ctx: Context, request: MetadataRequest) -> list[MetadataTop
 
 
 def _by_id(ctx: Context, topic_id: uuid.UUID) -> MetadataTopicAnswer:
-    if internal_by_id(ctx, topic_id):
-        return describe_offsets_topic(ctx)
+    if (internal := internal_by_id(ctx, topic_id)) is not None:
+        return describe_internal_topic(ctx, internal)
     topic = ctx.topics.by_id(topic_id)
     if topic is None:
         return {"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id, "partitions": []}
@@ -165,8 +166,8 @@ def _by_id(ctx: Context, topic_id: uuid.UUID) -> MetadataTopicAnswer:
 
 
 async def _one(ctx: Context, name: str | None, auto_create: bool) -> MetadataTopicAnswer:
-    if is_internal(name):
-        return describe_offsets_topic(ctx)
+    if name is not None and is_internal(name):
+        return describe_internal_topic(ctx, name)
     topic = ctx.topics.find(name) if name else None
     if topic is None and auto_create and name:
         try:
@@ -183,7 +184,7 @@ async def metadata(ctx: Context, header: RequestHeader, request: MetadataRequest
     if request.topics is None or (header.api_version == 0 and not request.topics):
         replicas = Replicas(ctx.cluster.alive())
         topics = [describe_topic(ctx, topic, replicas) for topic in ctx.topics]
-        topics.append(describe_offsets_topic(ctx, replicas))
+        topics += [describe_internal_topic(ctx, name, replicas) for name in INTERNAL_CONFIGS]
     else:
         topics = await _requested(ctx, request)
     return {"throttle_time": 0, "brokers": brokers(ctx), "cluster_id": ctx.cluster_id,
@@ -203,7 +204,7 @@ async def describe_cluster(ctx: Context, header: RequestHeader, request: Describ
 @handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0)
 async def describe_topic_partitions(ctx: Context, header: RequestHeader,
                                     request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsAnswer:
-    names = sorted({t.name for t in request.topics} if request.topics else [OFFSETS, *(t.name for t in ctx.topics)])
+    names = sorted({t.name for t in request.topics} if request.topics else [*INTERNAL_CONFIGS, *(t.name for t in ctx.topics)])
     cursor = request.cursor
     if cursor is not None and request.topics and cursor.topic_name not in names:
         return {"throttle_time": 0, "next_cursor": None, "topics": [  # Kafka: the cursor must name a listed topic
@@ -230,7 +231,7 @@ async def describe_topic_partitions(ctx: Context, header: RequestHeader,
         partitions = every[first:first + room]
         room -= len(partitions)
         answers.append({"error_code": ErrorCode.none, "name": name,
-                        "topic_id": topic.resource.uid if topic is not None else offsets_topic_id(ctx),
+                        "topic_id": topic.resource.uid if topic is not None else internal_topic_id(ctx, name),
                         "is_internal": topic is None, "topic_authorized_operations": TOPIC_OPERATIONS,
                         "partitions": [{**p, "eligible_leader_replicas": [], "last_known_elr": []}
                                        for p in partitions]})

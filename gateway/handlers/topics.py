@@ -27,7 +27,7 @@ from kio.schema.errors import ErrorCode
 
 from ...engine.api import TopicPartition, errors
 from ..context import Context
-from ..internal_topics import CHANGE_MESSAGE, WRITE_REFUSED, internal_by_id, is_internal
+from ..internal_topics import WRITE_REFUSED, change_message, internal_by_id, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     CreatePartitionsAnswer,
@@ -172,7 +172,7 @@ async def _delete_one(ctx: Context, name: str | None, uid: uuid.UUID | None,
         name = found.name
     if is_internal(name):
         return {"name": name, "topic_id": uid or uuid.UUID(int=0), "error_code": WRITE_REFUSED,
-                "error_message": CHANGE_MESSAGE}
+                "error_message": change_message(name)}
     try:
         topic = await within(ctx.topics.delete(name), _left(deadline))
     except errors.EngineError as error:
@@ -195,7 +195,7 @@ async def create_partitions(ctx: Context, header: RequestHeader,
 async def _grow_one(ctx: Context, wanted: CreatePartitionsTopic, validate_only: bool,
                     deadline: float) -> CreatePartitionsTopicResultAnswer:
     if is_internal(wanted.name):
-        return {"name": wanted.name, "error_code": WRITE_REFUSED, "error_message": CHANGE_MESSAGE}
+        return {"name": wanted.name, "error_code": WRITE_REFUSED, "error_message": change_message(wanted.name)}
     try:
         await within(ctx.topics.grow(wanted.name, wanted.count, validate_only), _left(deadline))
     except errors.UnknownTopic as error:  # Kafka names no message for it

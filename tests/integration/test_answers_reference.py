@@ -32,7 +32,8 @@ OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_
 # Values each broker chooses for itself: compared as null or not.
 OWN = frozenset({"topic_id", "cluster_id", "host", "port", "throttle_time", "log_append_time"})
 TIMESTAMP = 1_700_000_000_000
-OFFSETS, TOPIC_CONFIG, TOPIC_AUTHORIZATION_FAILED = "__consumer_offsets", 1, 29
+OFFSETS, TRANSACTIONS = "__consumer_offsets", "__transaction_state"
+TOPIC_CONFIG, TOPIC_AUTHORIZATION_FAILED = 1, 29
 # Lists clients look up by name or index, which Kafka answers in an order of its own (unknown
 # topics first, partitions as a hash map holds them): compared sorted. Any other list (replicas,
 # config synonyms, records) is compared in order.
@@ -175,32 +176,33 @@ def test_unknown_groups(both_module: Both, topic: str) -> None:
         {"name": topic, "partition_indexes": [0, 1]}]}], "require_stable": False})
 
 
-def test_the_offsets_topic_shows_as_kafkas(both_module: Both, topic: str) -> None:
-    """__consumer_offsets (gateway/internal_topics.py): listed and described as Kafka lists and
-    describes it, and refused where Kafka refuses; reads are refused where Kafka serves its own
-    records (ARCHITECTURE.md, "API versions")."""
-    group = f"{topic}-offsets"
+@pytest.mark.parametrize(("internal", "key_type"), [(OFFSETS, 0), (TRANSACTIONS, 1)])
+def test_the_internal_topics_show_as_kafkas(both_module: Both, topic: str, internal: str, key_type: int) -> None:
+    """__consumer_offsets and __transaction_state (gateway/internal_topics.py): listed and
+    described as Kafka lists and describes them, and refused where Kafka refuses; reads are
+    refused where Kafka serves its own records (ARCHITECTURE.md, "API versions")."""
+    key = f"{topic}-{key_type}"  # a group, or a transactional id
     both_module.each(lambda client: client.request(build(request_type(FIND_COORDINATOR, 4), {
-        "key_type": 0, "coordinator_keys": [group]})).coordinators[0].error_code == 0)  # Kafka makes the topic
+        "key_type": key_type, "coordinator_keys": [key]})).coordinators[0].error_code == 0)  # Kafka makes the topic
     answers = both_module.ask(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
                                              "include_topic_authorized_operations": False})
-    listed = [next(shape(t) for t in answer.topics if t.name == OFFSETS) for answer in answers]
+    listed = [next(shape(t) for t in answer.topics if t.name == internal) for answer in answers]
     for entry in listed:  # Martlet has a partition per offsets shard (50), the reference fixture sets 1
         assert entry["partitions"][0] == {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 0,
                                           "replica_nodes": [1], "isr_nodes": [1], "offline_replicas": []}
         entry["partitions"] = entry["partitions"][:1]
     assert listed[0] == listed[1] and listed[0]["is_internal"] is True
-    creatable = {"name": OFFSETS, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+    creatable = {"name": internal, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
     _same(both_module, CREATE_TOPICS, 7, {"topics": [creatable], "timeout": 30_000, "validate_only": False})
-    _same(both_module, PRODUCE, 9, _produce(OFFSETS, 0))
-    _same(both_module, DELETE_RECORDS, 2, {"topics": [{"name": OFFSETS, "partitions": [
+    _same(both_module, PRODUCE, 9, _produce(internal, 0))
+    _same(both_module, DELETE_RECORDS, 2, {"topics": [{"name": internal, "partitions": [
         {"partition_index": 0, "offset": 0}]}], "timeout": 30_000})
     described = both_module.ask(DESCRIBE_CONFIGS, 4, {"resources": [
-        {"resource_type": 2, "resource_name": OFFSETS, "configuration_keys": None}],
+        {"resource_type": 2, "resource_name": internal, "configuration_keys": None}],
         "include_synonyms": False, "include_documentation": False})
     ours, theirs = ({c.name: (c.value, c.config_source) for c in answer.results[0].configs} for answer in described)
     for name in ("cleanup.policy", "compression.type"):
         assert ours[name] == theirs[name], name
     assert ours["segment.bytes"][1] == theirs["segment.bytes"][1] == TOPIC_CONFIG
-    fetched, _ = both_module.ask(FETCH, 12, fetch_body([(OFFSETS, 0, 0, 1 << 20)]))
+    fetched, _ = both_module.ask(FETCH, 12, fetch_body([(internal, 0, 0, 1 << 20)]))
     assert fetched.responses[0].partitions[0].error_code == TOPIC_AUTHORIZATION_FAILED
