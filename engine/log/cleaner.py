@@ -12,9 +12,12 @@ offset (`latest_offsets`), then rewrites batches (`clean_batch`), as Kafka's cle
   fields (records/build.py `retained`): offsets have gaps, as in Kafka;
 - a batch left with no records is dropped, unless it is its producer's last batch in the
   log: that one stays, empty, so the producer's sequence survives (idempotence);
+- the records of aborted transactions are removed and never mapped (so an aborted write
+  never hides the committed value before it), as Kafka's cleaner discards them; the batch
+  stays, empty, where it is its producer's last;
 - control batches (transaction markers) are kept as they are.
-Which batches a pass may touch (sealed segments, older than min.compaction.lag.ms) is the
-caller's decision; nothing here reads a clock or a store.
+Which batches a pass may touch (sealed segments below the first open transaction, older
+than min.compaction.lag.ms) is the caller's decision; nothing here reads a clock or a store.
 """
 
 from __future__ import annotations
@@ -23,23 +26,44 @@ from collections.abc import Iterable, Mapping
 
 from ...records.build import retained
 from ...records.decode import decode_records, record_keys
-from ...records.header import Buffer, parse_header
+from ...records.header import BatchHeader, Buffer, parse_header
+from .txnindex import AbortedTxn
 
 MAP_ENTRY_BYTES = 110  # what a mapped key costs beyond its bytes: the bytes object, the offset, the dict slot
 
 
-def latest_offsets(batches: Iterable[Buffer], latest: dict[bytes, int] | None = None) -> dict[bytes, int]:
+class Aborted:
+    """Which transactional batches an ABORT marker ended, from the log's aborted transactions
+    (each: a producer, its transaction's first offset, the marker's offset)."""
+
+    def __init__(self, entries: Iterable[AbortedTxn] = ()) -> None:
+        self._ranges: dict[int, list[tuple[int, int]]] = {}
+        for entry in entries:
+            self._ranges.setdefault(entry.producer_id, []).append((entry.first_offset, entry.last_offset))
+
+    def __contains__(self, header: BatchHeader) -> bool:
+        if not header.is_transactional or header.is_control:
+            return False
+        return any(first <= header.base_offset <= last for first, last in self._ranges.get(header.producer_id, ()))
+
+
+NONE_ABORTED = Aborted()
+
+
+def latest_offsets(batches: Iterable[Buffer], latest: dict[bytes, int] | None = None,
+                   aborted: Aborted = NONE_ABORTED) -> dict[bytes, int]:
     """Each key's latest offset in `batches` (in log order), added to `latest` if given."""
     found: dict[bytes, int] = {} if latest is None else latest
     for batch in batches:
-        map_batch(batch, found)
+        map_batch(batch, found, aborted)
     return found
 
 
-def map_batch(batch: Buffer, latest: dict[bytes, int]) -> int:
+def map_batch(batch: Buffer, latest: dict[bytes, int], aborted: Aborted = NONE_ABORTED) -> int:
     """Record each key's offset in `batch` in `latest`; returns the bytes the map grew by
     (about: MAP_ENTRY_BYTES and the key's length per new key)."""
-    if parse_header(batch).is_control:
+    header = parse_header(batch)
+    if header.is_control or header in aborted:
         return 0
     before = len(latest)
     added = 0
@@ -62,12 +86,14 @@ def last_batches(batches: Iterable[Buffer], last: dict[int, int] | None = None) 
 
 
 def clean_batch(batch: Buffer, latest: Mapping[bytes, int], now_ms: int, delete_retention_ms: int,
-                producers_last: Mapping[int, int]) -> Buffer | None:
+                producers_last: Mapping[int, int], aborted: Aborted = NONE_ABORTED) -> Buffer | None:
     """What a pass keeps of `batch`: the batch itself when nothing changes, a rebuilt one, or
     None when nothing of it stays."""
     header = parse_header(batch)
     if header.is_control:
         return batch
+    if header in aborted:
+        return retained(header, []) if producers_last.get(header.producer_id) == header.base_offset else None
     horizon = header.delete_horizon
     expired = horizon is not None and now_ms >= horizon
     scanned = list(record_keys(batch))  # keys only, no values: most batches stay as they are

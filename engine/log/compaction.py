@@ -33,7 +33,7 @@ from ...records.build import retained
 from ...records.header import Buffer, iter_batches, parse_header
 from ..store import Store, join
 from ..store.atomic import write_atomically
-from .cleaner import clean_batch, map_batch
+from .cleaner import NONE_ABORTED, Aborted, clean_batch, map_batch
 from .config import LogConfig
 from .files import CLEANED_SUFFIX, CLEANER_OFFSET_FILE, offset_file
 from .segment import Segment
@@ -49,6 +49,7 @@ class Plan:
     segments: tuple[Segment, ...]
     dirty_from: int  # index in `segments` of the first dirty one
     cleaner_offset: int  # where mapping starts: a pass that stopped inside a segment goes on there
+    aborted: Aborted = NONE_ABORTED  # the batches of aborted transactions, which a pass removes
 
 
 @dataclass
@@ -57,13 +58,16 @@ class Rewritten:
     new: Segment | None  # None: nothing in it changed
 
 
-def plan(segments: list[Segment], cleaner_offset: int, config: LogConfig, now_ms: int) -> Plan | None:
+def plan(segments: list[Segment], cleaner_offset: int, config: LogConfig, now_ms: int,
+         stable_offset: int | None = None, aborted: Aborted = NONE_ABORTED) -> Plan | None:
     """What a pass over `segments` (the log's, the active one last) would clean now, None if
-    nothing is due."""
+    nothing is due. Nothing from `stable_offset` on (the first offset of an open transaction)
+    is cleaned: its outcome is not known yet (Kafka cleans below the first unstable offset)."""
     sealed = segments[:-1]
     dirty_from = next((i for i, s in enumerate(sealed) if s.next_offset > cleaner_offset), len(sealed))
     dirty_end = dirty_from
-    while dirty_end < len(sealed) and sealed[dirty_end].max_timestamp <= now_ms - config.min_compaction_lag_ms:
+    while (dirty_end < len(sealed) and sealed[dirty_end].max_timestamp <= now_ms - config.min_compaction_lag_ms
+           and (stable_offset is None or sealed[dirty_end].next_offset <= stable_offset)):
         dirty_end += 1
     if dirty_end == dirty_from:
         return None
@@ -72,7 +76,7 @@ def plan(segments: list[Segment], cleaner_offset: int, config: LogConfig, now_ms
     overdue = sealed[dirty_from].max_timestamp < now_ms - config.max_compaction_lag_ms
     if total_bytes == 0 or (dirty_bytes / total_bytes < config.min_cleanable_ratio and not overdue):
         return None
-    return Plan(tuple(sealed[:dirty_end]), dirty_from, cleaner_offset)
+    return Plan(tuple(sealed[:dirty_end]), dirty_from, cleaner_offset, aborted)
 
 
 def batches(segment: Segment) -> Iterator[bytes]:
@@ -97,13 +101,13 @@ def rewrite(work: Plan, producers_last: dict[int, int], config: LogConfig, now_m
     """Clean the planned segments into `.cleaned` files; returns them and the offset the map
     reached (the next pass's cleaner offset)."""
     latest: dict[bytes, int] = {}
-    reached = _map(work.segments[work.dirty_from:], work.cleaner_offset, latest, map_bytes)
-    done = [_rewrite_one(segment, latest, producers_last, config, now_ms)
+    reached = _map(work.segments[work.dirty_from:], work.cleaner_offset, latest, map_bytes, work.aborted)
+    done = [_rewrite_one(segment, latest, producers_last, config, now_ms, work.aborted)
             for segment in work.segments if segment.base_offset < reached]
     return done, reached
 
 
-def _map(dirty: tuple[Segment, ...], start: int, latest: dict[bytes, int], map_bytes: int) -> int:
+def _map(dirty: tuple[Segment, ...], start: int, latest: dict[bytes, int], map_bytes: int, aborted: Aborted) -> int:
     """Map keys over `dirty` from offset `start` until the map holds `map_bytes`; the offset
     after the last mapped batch."""
     used = 0
@@ -113,7 +117,7 @@ def _map(dirty: tuple[Segment, ...], start: int, latest: dict[bytes, int], map_b
             next_offset = parse_header(batch).next_offset
             if next_offset <= start:
                 continue  # mapped by the pass before
-            used += map_batch(batch, latest)
+            used += map_batch(batch, latest, aborted)
             reached = next_offset
             if used >= map_bytes:
                 return reached
@@ -121,7 +125,7 @@ def _map(dirty: tuple[Segment, ...], start: int, latest: dict[bytes, int], map_b
 
 
 def _rewrite_one(segment: Segment, latest: dict[bytes, int], producers_last: dict[int, int], config: LogConfig,
-                 now_ms: int) -> Rewritten:
+                 now_ms: int, aborted: Aborted) -> Rewritten:
     store = segment.store
     cleaned = Segment(store, segment.directory, segment.base_offset, segment.config)
     path = cleaned_path(segment)
@@ -130,7 +134,8 @@ def _rewrite_one(segment: Segment, latest: dict[bytes, int], producers_last: dic
     try:
         position = 0
         for batch in batches(segment):
-            kept: Buffer | None = clean_batch(batch, latest, now_ms, config.delete_retention_ms, producers_last)
+            kept: Buffer | None = clean_batch(batch, latest, now_ms, config.delete_retention_ms, producers_last,
+                                              aborted)
             if kept is None and batch_is_last(segment, batch):
                 kept = retained(parse_header(batch), [])  # a segment still ends where the next begins
             changed = changed or kept is not batch

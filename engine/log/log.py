@@ -15,6 +15,7 @@ from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, Buffer, parse_he
 from ..errors import CorruptBatch, OffsetOutOfRange
 from ..store import Store, join
 from ..store.atomic import write_atomically
+from .cleaner import Aborted
 from .compaction import Plan, Rewritten, discard, plan, read_cleaner_offset, swap, write_cleaner_offset
 from .config import LogConfig
 from .files import CLEAN_SHUTDOWN_FILE, PRODUCERS_SUFFIX, offset_file, offsets_with_suffix, write_start_offset
@@ -291,7 +292,9 @@ class PartitionLog:
         """The pass a compacted log is due, None if none is (or the log is not compacted)."""
         if not self.config.compacted:
             return None
-        return plan(self._segments, self.cleaner_offset, self.config, self.now_ms())
+        return plan(self._segments, self.cleaner_offset, self.config, self.now_ms(),
+                    self.producer_state.first_open_offset(),
+                    Aborted(entry for segment in self._segments for entry in segment.aborted))
 
     def producers_last(self) -> dict[int, int]:
         """Each producer's last batch (its base offset): a pass keeps it, even emptied."""

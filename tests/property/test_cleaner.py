@@ -8,7 +8,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from martlet.engine.log.cleaner import clean_batch, last_batches, latest_offsets
+from martlet.engine.log.cleaner import Aborted, clean_batch, last_batches, latest_offsets
+from martlet.engine.log.txnindex import AbortedTxn
 from martlet.records.build import NewRecord, Producer, build_batch
 from martlet.records.decode import Record, decode_records
 from martlet.records.header import crc_ok, parse_header
@@ -86,3 +87,36 @@ def _check(original: list[bytearray], cleaned: list[bytes | bytearray], by_offse
         for record in records:
             assert record == by_offset[record.offset]  # key, value, timestamp, headers unchanged
             assert record.key is not None
+
+
+TXN_BATCH = st.tuples(st.lists(RECORD, min_size=1, max_size=5), st.sampled_from([7, 9]), st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(TXN_BATCH, min_size=1, max_size=12))
+def test_aborted_records_go_and_never_hide_a_committed_value(
+        history: list[tuple[list[tuple[bytes | None, bytes | None, int]], int, bool]]) -> None:
+    """Transactional batches, some of them aborted: a pass keeps each key's latest committed
+    record and nothing of an aborted one."""
+    batches: list[bytearray | bytes] = []
+    entries, offset, sequences = [], 0, {7: 0, 9: 0}
+    for records, producer_id, aborted in history:
+        batch = build_batch([NewRecord(k, v, T0 + t) for k, v, t in records], transactional=True,
+                            producer=Producer(producer_id, 0, sequences[producer_id]), base_offset=offset)
+        if aborted:
+            entries.append(AbortedTxn(producer_id, offset, offset + len(records) - 1, offset + len(records)))
+        batches.append(batch)
+        sequences[producer_id] += len(records)
+        offset += len(records)
+    gone = {offset for entry in entries for offset in range(entry.first_offset, entry.last_offset + 1)}
+    committed: dict[bytes, Record] = {}
+    for record in _records(batches):
+        if record.key is not None and record.offset not in gone:
+            committed[record.key] = record
+    aborted = Aborted(entries)
+    latest = latest_offsets(batches, aborted=aborted)
+    producers = last_batches(batches)
+    out = [clean_batch(batch, latest, T0 + 20_000, 1_000, producers, aborted) for batch in batches]
+    kept = _records([batch for batch in out if batch is not None])
+    assert {r.key: r for r in kept} == committed
+    assert not {r.offset for r in kept} & gone

@@ -12,7 +12,8 @@ from log_batches import ManualClock
 from martlet.engine.log import LogConfig, PartitionLog
 from martlet.engine.log.compaction import rewrite
 from martlet.engine.store import MemoryStore
-from martlet.records.build import NewRecord, build_batch
+from martlet.records.build import NewRecord, Producer, build_batch, build_control_batch
+from martlet.records.control import ControlType
 from martlet.records.decode import decode_records
 from martlet.records.header import iter_batches, parse_header
 
@@ -203,3 +204,61 @@ def test_a_crash_at_any_store_call_of_a_pass_leaves_a_readable_log(crash_at: int
     assert not [name for name in store.list("topic-0") if name.endswith(".cleaned")]
     one_pass(reopened)  # and the next pass finishes the job
     assert len(records(reopened)) < len(written) and records(reopened)[-1][0] == max(written)
+
+
+def txn_append(log: PartitionLog, pid: int, sequence: int, key: bytes, value: bytes) -> int:
+    batch = build_batch([NewRecord(key, value, NOW)], producer=Producer(pid, 0, sequence), transactional=True)
+    return log.append(batch, parse_header(batch))
+
+
+def end_txn(log: PartitionLog, pid: int, commit: bool) -> int:
+    batch = build_control_batch(pid, 0, ControlType.COMMIT if commit else ControlType.ABORT, 0, NOW)
+    return log.append(batch, parse_header(batch))
+
+
+def fill(log: PartitionLog, rounds: int) -> None:
+    """Other keys, enough to seal the segments above."""
+    for i in range(rounds):
+        append(log, b"other%d" % (i % 3), b"x%02d" % i)
+
+
+def test_an_aborted_write_neither_survives_nor_hides_the_committed_value_before_it() -> None:
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    committed = append(log, b"k", b"committed")
+    aborted = txn_append(log, 7, 0, b"k", b"aborted")
+    end_txn(log, 7, commit=False)
+    fill(log, 30)
+    log.flush()
+    assert one_pass(log) > 0
+    kept = {offset: (key, value) for offset, key, value in records(log)}
+    assert kept[committed] == (b"k", b"committed")  # the map never took the aborted offset
+    assert aborted not in kept
+    reopened = open_log(store, clock)
+    assert {o: (k, v) for o, k, v in records(reopened)}[committed] == (b"k", b"committed")
+
+
+def test_a_committed_transactional_write_is_compacted_like_any_other() -> None:
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    older = append(log, b"k", b"old")
+    newer = txn_append(log, 7, 0, b"k", b"new")
+    end_txn(log, 7, commit=True)
+    fill(log, 30)
+    log.flush()
+    assert one_pass(log) > 0
+    kept = {offset: (key, value) for offset, key, value in records(log)}
+    assert older not in kept and kept[newer] == (b"k", b"new")
+
+
+def test_nothing_from_an_open_transaction_on_is_cleaned() -> None:
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    append(log, b"k", b"before")
+    first_open = txn_append(log, 7, 0, b"k", b"open")
+    fill(log, 30)  # seals segments above the open transaction
+    log.flush()
+    work = log.compaction_plan()
+    assert work is None or all(segment.next_offset <= first_open for segment in work.segments)
+    one_pass(log)
+    assert (first_open, b"k", b"open") in records(log)
