@@ -9,7 +9,8 @@ def test_null_topics_lists_every_topic_with_its_partitions(broker: Broker) -> No
     answer = broker.call(METADATA, 12, {"topics": None})
     shards = broker.engine.groups.shard_count
     assert sorted((t.name, len(t.partitions), t.is_internal) for t in answer.topics) == [
-        ("__consumer_offsets", shards, True), ("alpha", 3, False), ("beta", 1, False)]
+        ("__consumer_offsets", shards, True), ("__transaction_state", shards, True), ("alpha", 3, False),
+        ("beta", 1, False)]
     assert [(b.node_id, b.host) for b in answer.brokers] == [(1, "127.0.0.1")]
     assert answer.cluster_id == "unit-cluster" and answer.controller_id == 1
     alpha = next(t for t in answer.topics if t.name == "alpha")
@@ -21,7 +22,7 @@ def test_null_topics_lists_every_topic_with_its_partitions(broker: Broker) -> No
 def test_v0_empty_topic_list_means_all_topics(broker: Broker) -> None:
     broker.create_topic("alpha")
     answer = broker.call(METADATA, 0, {"topics": []})
-    assert [t.name for t in answer.topics] == ["alpha", "__consumer_offsets"]
+    assert [t.name for t in answer.topics] == ["alpha", "__consumer_offsets", "__transaction_state"]
 
 
 def test_named_topics_only(broker: Broker) -> None:
