@@ -351,8 +351,7 @@ class ConfluentDriver:
 
     def transaction(self, topic: str, records: list[Record], transactional_id: str, commit: bool) -> str:
         errors: list[str] = []
-        producer = Producer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "transactional.id": transactional_id,
-                             "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000), "linger.ms": 5})
+        producer = self._transactional(transactional_id)
 
         def on_delivery(err: KafkaError | None, msg: Message) -> None:
             if err is not None:
@@ -366,10 +365,7 @@ class ConfluentDriver:
             producer.flush(FLUSH_TIMEOUT_S)
             if errors:
                 return errors[0]
-            if commit:
-                producer.commit_transaction(TXN_TIMEOUT_S)
-            else:
-                producer.abort_transaction(TXN_TIMEOUT_S)
+            _end(producer, commit)
         except KafkaException as exc:
             return exception_name(exc)
         finally:
@@ -377,11 +373,13 @@ class ConfluentDriver:
             producer.close()
         return NONE
 
+    def _transactional(self, transactional_id: str) -> Producer:
+        return Producer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "transactional.id": transactional_id,
+                         "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000), "linger.ms": 5})
+
     def transaction_begin(self, handle: str, transactional_id: str) -> str:
         assert handle not in self._transactions, f"transaction {handle} is open already"
-        producer = Producer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL,
-                             "transactional.id": transactional_id, "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000),
-                             "linger.ms": 5})
+        producer = self._transactional(transactional_id)
         self._transactions[handle] = producer
         try:
             producer.init_transactions(TXN_TIMEOUT_S)
@@ -410,10 +408,7 @@ class ConfluentDriver:
     def transaction_end(self, handle: str, commit: bool) -> str:
         producer = self._transactions.pop(handle)
         try:
-            if commit:
-                producer.commit_transaction(TXN_TIMEOUT_S)
-            else:
-                producer.abort_transaction(TXN_TIMEOUT_S)
+            _end(producer, commit)
         except KafkaException as exc:
             return exception_name(exc)
         finally:
@@ -430,3 +425,10 @@ class ConfluentDriver:
                 self.member_stop(handle)
             except KafkaException:
                 pass
+
+
+def _end(producer: Producer, commit: bool) -> None:
+    if commit:
+        producer.commit_transaction(TXN_TIMEOUT_S)
+    else:
+        producer.abort_transaction(TXN_TIMEOUT_S)

@@ -269,12 +269,7 @@ class KafkaPythonDriver:
             tps = [TopicPartition(topic, p) for p in chosen]
             consumer.assign(tps)
             for tp in tps:
-                if from_offset == "earliest":
-                    consumer.seek_to_beginning(tp)
-                elif from_offset == "latest":
-                    consumer.seek_to_end(tp)
-                else:
-                    consumer.seek(tp, int(from_offset))
+                _seek(consumer, tp, from_offset)
             got: list[Record] = []
             deadline = time.monotonic() + timeout_s
             while len(got) < max_records and time.monotonic() < deadline:
@@ -293,12 +288,7 @@ class KafkaPythonDriver:
         tp = TopicPartition(topic, partition)
         try:
             consumer.assign([tp])
-            if from_offset == "earliest":
-                consumer.seek_to_beginning(tp)
-            elif from_offset == "latest":
-                consumer.seek_to_end(tp)
-            else:
-                consumer.seek(tp, int(from_offset))
+            _seek(consumer, tp, from_offset)
             got: list[Record] = []
             position = -1
             deadline = time.monotonic() + timeout_s
@@ -426,3 +416,12 @@ class KafkaPythonDriver:
         for handle in list(self._members):
             self.member_stop(handle)
         self._admin.close()
+
+
+def _seek(consumer: kafka.KafkaConsumer, tp: TopicPartition, from_offset: str | int) -> None:
+    if from_offset == "earliest":
+        consumer.seek_to_beginning(tp)
+    elif from_offset == "latest":
+        consumer.seek_to_end(tp)
+    else:
+        consumer.seek(tp, int(from_offset))
