@@ -44,6 +44,7 @@ from .common import millis
 GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types; 2 (share groups, v6) is not served
 NOT_FOUND_FROM = 6  # DescribeGroups answers GROUP_ID_NOT_FOUND for a group it cannot describe (KIP-1043)
 NO_OPERATIONS = -2147483648
+NULLABLE_PROTOCOL_FROM = 7  # JoinGroup: from v7 a join without a chosen protocol (an error) names none, as Kafka
 
 
 @handles(ApiKey.FIND_COORDINATOR, 0, 6)
@@ -91,8 +92,11 @@ async def join_group(ctx: Context, header: RequestHeader, request: JoinGroupRequ
     members: list[JoinGroupMemberAnswer] = [
         {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
         for m in result.members]
+    protocol_name = result.protocol_name
+    if protocol_name is None and header.api_version < NULLABLE_PROTOCOL_FROM:
+        protocol_name = ""
     return {"throttle_time": 0, "error_code": group_code(result.error), "generation_id": result.generation_id,
-            "protocol_type": result.protocol_type, "protocol_name": result.protocol_name or "",
+            "protocol_type": result.protocol_type, "protocol_name": protocol_name,
             "leader": result.leader_id, "skip_assignment": result.skip_assignment,
             "member_id": result.member_id, "members": members}
 
