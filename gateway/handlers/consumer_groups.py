@@ -99,8 +99,9 @@ async def consumer_group_describe(ctx: Context, header: RequestHeader,
 def _not_found(ctx: Context, group_id: str) -> ConsumerGroupDescribeDescribedGroupAnswer:
     known = ctx.groups.describe(group_id) is not None
     message = f"Group {group_id} is not a consumer group." if known else f"Group {group_id} not found."
+    # Kafka fills nothing else in: the schema's defaults (no state, epochs 0)
     return {"error_code": ErrorCode.group_id_not_found, "error_message": message, "group_id": group_id,
-            "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
+            "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
             "members": [], "authorized_operations": NO_OPERATIONS}
 
 
@@ -111,7 +112,7 @@ def _described(view: ConsumerGroupView, names: dict[str, str]) -> ConsumerGroupD
             "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                          "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
                          "subscribed_topic_names": list(m.subscribed_topic_names),
-                         "subscribed_topic_regex": m.subscribed_topic_regex,
+                         "subscribed_topic_regex": m.subscribed_topic_regex or "",  # Kafka: "" for none, not null
                          "assignment": _described_assignment(m.assignment, names),
                          "target_assignment": _described_assignment(m.target_assignment, names),
                          "member_type": CONSUMER_MEMBER} for m in view.members],
