@@ -191,11 +191,11 @@ class ClassicCoordinator:
         member = Member(member_id, request.group_instance_id, request.client_id, request.client_host,
                         request.session_timeout_ms, request.rebalance_timeout_ms, request.protocol_type,
                         request.protocols, now_ms)
+        if not group.members:  # the first member names the type; an Empty group keeps it, as in Kafka
+            group.protocol_type = request.protocol_type
         group.members[member_id] = member
         if member.instance_id is not None:
             group.static[member.instance_id] = member_id
-        if group.protocol_type is None:
-            group.protocol_type = request.protocol_type
         if group.leader_id is None:
             group.leader_id = member_id
         return self._rebalance_and_wait(group, member, now_ms)
@@ -313,7 +313,7 @@ class ClassicCoordinator:
 
     def _become_empty(self, group: Group) -> None:
         group.state = S.EMPTY
-        group.protocol_type = group.protocol_name = group.leader_id = None
+        group.protocol_name = group.leader_id = None  # protocol_type stays: Kafka describes and lists it
         group.deadline_ms = None
 
     def _select_protocol(self, group: Group) -> str:

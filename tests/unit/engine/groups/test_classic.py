@@ -228,6 +228,20 @@ def test_leave_removes_the_member_and_rebalances():
     assert view is not None and view.state is S.EMPTY and view.members == () and view.leader_id == ""
 
 
+def test_an_emptied_group_keeps_its_protocol_type_until_a_new_first_member_names_another():
+    # Kafka's ClassicGroup sets the protocol type when a member joins an empty group and never
+    # clears it: DescribeGroups and ListGroups show "consumer" for an Empty former consumer group.
+    co = coordinator()
+    a = join_alone(co)
+    co.leave(G, [(a, None)], 1_000)
+    view = co.describe(G)
+    assert view is not None and view.state is S.EMPTY
+    assert (view.protocol_type, view.protocol_name) == ("consumer", "")
+    co.join(join_request(client="c", protocol_type="connect"), 2_000)
+    view = co.describe(G)
+    assert view is not None and view.protocol_type == "connect"
+
+
 def test_leave_of_a_waiting_member_answers_its_join_with_unknown_member():
     co = coordinator(delay_ms=3_000)
     a = co.join(join_request(client="a"), 0).waiting_as
