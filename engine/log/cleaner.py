@@ -15,7 +15,13 @@ offset (`latest_offsets`), then rewrites batches (`clean_batch`), as Kafka's cle
 - the records of aborted transactions are removed and never mapped (so an aborted write
   never hides the committed value before it), as Kafka's cleaner discards them; the batch
   stays, empty, where it is its producer's last;
-- control batches (transaction markers) are kept as they are.
+- a transaction marker (a control batch) goes once its transaction has no batch left, as in
+  Kafka: walking the log from its start (`Markers`), a marker is removable when no
+  transactional batch of its producer came since that producer's previous marker (earlier
+  passes removed them all). Like a tombstone it first gets a delete horizon, so readers have
+  delete.retention.ms to see it, and a later pass drops it, unless it is its producer's last
+  batch (which keeps the producer's epoch): that one stays whole. An ABORT marker goes with its
+  entry in the aborted transactions (compaction.py), and nothing it hid is left by then.
 Which batches a pass may touch (sealed segments below the first open transaction, older
 than min.compaction.lag.ms) is the caller's decision; nothing here reads a clock or a store.
 """
@@ -48,6 +54,26 @@ class Aborted:
 
 
 NONE_ABORTED = Aborted()
+
+
+class Markers:
+    """Which transaction markers a pass may remove. Fed every batch of the log from its start,
+    in order (`clean_batch` does), it tells for each marker whether its transaction still has
+    a batch in the log (Kafka's cleaner, CleanedTransactionMetadata)."""
+
+    def __init__(self) -> None:
+        self._holding: set[int] = set()  # producers with a transactional batch since their last marker
+
+    def emptied(self, header: BatchHeader) -> bool:
+        """For a control batch: True when its transaction left no batch before it. For a
+        transactional batch: noted (its marker stays), False."""
+        if header.is_control:
+            holding = header.producer_id in self._holding
+            self._holding.discard(header.producer_id)
+            return not holding
+        if header.is_transactional:
+            self._holding.add(header.producer_id)
+        return False
 
 
 def latest_offsets(batches: Iterable[Buffer], latest: dict[bytes, int] | None = None,
@@ -86,12 +112,20 @@ def last_batches(batches: Iterable[Buffer], last: dict[int, int] | None = None) 
 
 
 def clean_batch(batch: Buffer, latest: Mapping[bytes, int], now_ms: int, delete_retention_ms: int,
-                producers_last: Mapping[int, int], aborted: Aborted = NONE_ABORTED) -> Buffer | None:
+                producers_last: Mapping[int, int], markers: Markers, aborted: Aborted = NONE_ABORTED) -> Buffer | None:
     """What a pass keeps of `batch`: the batch itself when nothing changes, a rebuilt one, or
-    None when nothing of it stays."""
+    None when nothing of it stays. `markers` sees every batch of the log, in order."""
     header = parse_header(batch)
     if header.is_control:
-        return batch
+        if not markers.emptied(header):
+            return batch  # its transaction still has records in the log
+        horizon = header.delete_horizon
+        if horizon is None:
+            return retained(header, list(decode_records(batch)), now_ms + delete_retention_ms)
+        if now_ms < horizon or producers_last.get(header.producer_id) == header.base_offset:
+            return batch
+        return None
+    markers.emptied(header)
     if header in aborted:
         return retained(header, []) if producers_last.get(header.producer_id) == header.base_offset else None
     horizon = header.delete_horizon

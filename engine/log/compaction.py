@@ -16,9 +16,12 @@ Only sealed segments are cleaned; the active one takes appends. A pass (`plan`, 
    cleaner.py's rules into `<base>.cleaned`, streamed (a batch at a time: memory holds the
    map and about a megabyte of reads) and synced. A segment's last batch always stays (empty
    if need be), so a segment still ends where the next begins; a segment where nothing
-   changed is not rewritten (its `.cleaned` file is deleted);
-3. swap, under the lock, per rewritten segment: delete its two index files, rename the
-   cleaned file over the log (atomic on every store), write the new indexes, and serve the new
+   changed is not rewritten (its `.cleaned` file is deleted). The walk starts at the log's
+   first segment, so it tells which transaction markers have no records left (cleaner.py);
+3. swap, under the lock, per rewritten segment: delete its two index files; write its
+   transaction index without the ABORT markers the pass removed (nothing those hid is left,
+   so a crash that keeps the old log under the new index loses nothing); rename the cleaned
+   file over the log (atomic on every store); write the new indexes, and serve the new
    segment. A crash at any step leaves either segment whole, and recovery rebuilds missing
    indexes and deletes `.cleaned` leftovers. Then the cleaner offset moves.
 Produce and fetch only wait for the lock during a swap (a few store calls per segment).
@@ -33,7 +36,7 @@ from ...records.build import retained
 from ...records.header import Buffer, iter_batches, parse_header
 from ..store import Store, join
 from ..store.atomic import write_atomically
-from .cleaner import NONE_ABORTED, Aborted, clean_batch, map_batch
+from .cleaner import NONE_ABORTED, Aborted, Markers, clean_batch, map_batch
 from .config import LogConfig
 from .files import CLEANED_SUFFIX, CLEANER_OFFSET_FILE, offset_file
 from .segment import Segment
@@ -102,7 +105,8 @@ def rewrite(work: Plan, producers_last: dict[int, int], config: LogConfig, now_m
     reached (the next pass's cleaner offset)."""
     latest: dict[bytes, int] = {}
     reached = _map(work.segments[work.dirty_from:], work.cleaner_offset, latest, map_bytes, work.aborted)
-    done = [_rewrite_one(segment, latest, producers_last, config, now_ms, work.aborted)
+    markers = Markers()
+    done = [_rewrite_one(segment, latest, producers_last, config, now_ms, work.aborted, markers)
             for segment in work.segments if segment.base_offset < reached]
     return done, reached
 
@@ -125,19 +129,23 @@ def _map(dirty: tuple[Segment, ...], start: int, latest: dict[bytes, int], map_b
 
 
 def _rewrite_one(segment: Segment, latest: dict[bytes, int], producers_last: dict[int, int], config: LogConfig,
-                 now_ms: int, aborted: Aborted) -> Rewritten:
+                 now_ms: int, aborted: Aborted, markers: Markers) -> Rewritten:
     store = segment.store
     cleaned = Segment(store, segment.directory, segment.base_offset, segment.config)
     path = cleaned_path(segment)
     target = store.open_append(path)
     changed = False
+    removed_markers: set[int] = set()
     try:
         position = 0
         for batch in batches(segment):
             kept: Buffer | None = clean_batch(batch, latest, now_ms, config.delete_retention_ms, producers_last,
-                                              aborted)
-            if kept is None and batch_is_last(segment, batch):
-                kept = retained(parse_header(batch), [])  # a segment still ends where the next begins
+                                              markers, aborted)
+            header = parse_header(batch)
+            if kept is None and batch_is_last(segment, batch):  # a segment still ends where the next begins
+                kept = batch if header.is_control else retained(header, [])
+            if kept is None and header.is_control:
+                removed_markers.add(header.base_offset)
             changed = changed or kept is not batch
             if kept is not None:
                 target.write(kept)
@@ -154,6 +162,8 @@ def _rewrite_one(segment: Segment, latest: dict[bytes, int], producers_last: dic
         store.delete(path)
         return Rewritten(segment, None)
     cleaned.finish_time_index()
+    cleaned.aborted = [entry for entry in segment.aborted if entry.last_offset not in removed_markers]
+    cleaned.txn_saved = segment.txn_saved  # what the index file holds until the swap rewrites it
     return Rewritten(segment, cleaned)
 
 
@@ -171,6 +181,7 @@ def swap(store: Store, done: Rewritten) -> None:
     old = done.old
     store.delete(old.index_path)
     store.delete(old.time_index_path)
+    done.new.save_aborted()
     store.rename(cleaned_path(old), old.log_path)
     done.new.offset_index.save(store, old.index_path)
     done.new.time_index.save(store, old.time_index_path)

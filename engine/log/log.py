@@ -297,9 +297,12 @@ class PartitionLog:
                     Aborted(entry for segment in self._segments for entry in segment.aborted))
 
     def producers_last(self) -> dict[int, int]:
-        """Each producer's last batch (its base offset): a pass keeps it, even emptied."""
-        return {pid: entry.batches[-1].base_offset for pid, entry in self.producer_state.producers.items()
-                if entry.batches}
+        """The batch a pass keeps of each producer, even emptied (Kafka's rule): its last batch
+        of records at its epoch, which holds its last sequence, or else its last marker, which
+        holds its epoch."""
+        last = {pid: entry.batches[-1].base_offset if entry.batches else entry.last_marker
+                for pid, entry in self.producer_state.producers.items()}
+        return {pid: offset for pid, offset in last.items() if offset >= 0}
 
     def swap_cleaned(self, done: list[Rewritten], cleaner_offset: int) -> int:
         """Serve the segments a pass rewrote (those retention has not deleted meanwhile) and
@@ -313,7 +316,6 @@ class PartitionLog:
                 discard(self.store, rewritten)
                 continue
             swap(self.store, rewritten)
-            rewritten.new.aborted, rewritten.new.txn_saved = rewritten.old.aborted, rewritten.old.txn_saved  # markers stay
             self._segments[index] = rewritten.new
             swapped += 1
         self.cleaner_offset = max(self.cleaner_offset, cleaner_offset)

@@ -65,6 +65,7 @@ class ProducerEntry:
     batches: deque[ProducerBatch] = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
     last_timestamp: int = -1  # the max timestamp of its last batch or marker (DescribeProducers)
     coordinator_epoch: int = -1  # of the last marker written for it; -1 before any
+    last_marker: int = -1  # the offset of its last marker (a cleaner keeps it while no batch follows at its epoch)
 
     def next_sequence(self) -> int | None:
         return wrap_sequence(self.batches[-1].last_sequence + 1) if self.batches else None
@@ -194,6 +195,7 @@ class ProducerState:
             entry = self._at_epoch(pid, header.producer_epoch, entry)
         entry.last_timestamp = header.max_timestamp
         entry.coordinator_epoch = marker.coordinator_epoch
+        entry.last_marker = header.base_offset
         first = self.open.pop(pid, None)
         if first is None:
             return None
@@ -209,7 +211,7 @@ class ProducerState:
         return entry
 
     def to_bytes(self, offset: int) -> bytes:
-        producers = [[pid, e.epoch, [list(b) for b in e.batches], e.last_timestamp, e.coordinator_epoch]
+        producers = [[pid, e.epoch, [list(b) for b in e.batches], e.last_timestamp, e.coordinator_epoch, e.last_marker]
                      for pid, e in self.producers.items()]
         transactions = [[pid, first] for pid, first in self.open.items()]
         body = json.dumps({"offset": offset, "producers": producers, "transactions": transactions},
@@ -225,7 +227,8 @@ class ProducerState:
         state = cls()
         for pid, epoch, batches, *seen in doc["producers"]:
             entry = state.producers[pid] = ProducerEntry(epoch, last_timestamp=seen[0] if seen else -1,
-                                                         coordinator_epoch=seen[1] if seen else -1)
+                                                         coordinator_epoch=seen[1] if seen else -1,
+                                                         last_marker=seen[2] if len(seen) > 2 else -1)
             entry.batches.extend(ProducerBatch(*b) for b in batches)
         for pid, first in sorted(doc.get("transactions", []), key=lambda txn: txn[1]):
             state.open[pid] = first

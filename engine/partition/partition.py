@@ -346,6 +346,8 @@ class Partition:
                 for rewritten in done:
                     discard(log.store, rewritten)
                 return 0
+            self.transactions.forget(entry for rewritten in done if rewritten.new is not None
+                                     for entry in set(rewritten.old.aborted) - set(rewritten.new.aborted))
             return log.swap_cleaned(done, reached)
 
     def end_offset_for(self, session: int) -> tuple[int, int]:

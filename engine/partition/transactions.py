@@ -14,15 +14,19 @@ reader that takes the aborted list with the data can filter it.
 Aborted transactions are kept for the whole log in marker order (the per-segment indexes of
 the log, txnindex.py, joined when the partition opens, and every ABORT appended since), so a
 read from memory and a read from the store are told of them alike without a store call.
-Entries whose marker lies below the log start are let go (no read can need them).
+Entries whose marker lies below the log start are let go (no read can need them), and so are
+those whose ABORT marker compaction removed (`forget`, from the compaction worker: the
+aborted list alone is guarded by a lock for it).
 
-Not thread-safe: the event loop owns it, as it owns the tail.
+Otherwise not thread-safe: the event loop owns it, as it owns the tail.
 """
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Iterable
 
 from ...records.header import Buffer, iter_batches
 from ..log.producers import CompletedTxn, ProducerState
@@ -33,6 +37,7 @@ class PartitionTransactions:
     def __init__(self, producers: ProducerState, aborted: list[AbortedTxn]) -> None:
         self.producers = producers  # the partition's own state, memory tail included
         self.aborted = aborted
+        self._aborted_lock = threading.Lock()
         self._unpersisted: deque[CompletedTxn] = deque()  # decided, marker not yet below C, in marker order
 
     def completed(self, txn: CompletedTxn | None, checkpoint: int) -> None:
@@ -40,7 +45,8 @@ class PartitionTransactions:
         if txn is None:
             return
         if txn.aborted:
-            self.aborted.append(txn.aborted_entry())
+            with self._aborted_lock:
+                self.aborted.append(txn.aborted_entry())
         if txn.last_offset >= checkpoint:
             self._unpersisted.append(txn)
 
@@ -65,13 +71,21 @@ class PartitionTransactions:
         """The aborted transactions a reader of `records` (whole batches from fetch_offset)
         must be told of: those ending at or after fetch_offset that begin below the end of
         `records` (Kafka's rule, UnifiedLog.collectAbortedTransactions)."""
-        self._forget_below(start_offset)
-        if not records or not self.aborted or self.aborted[-1].last_offset < fetch_offset:
-            return []  # the usual case: no walk over the batches (and nothing read: as Kafka, none)
-        upper = fetch_offset
-        for _, header in iter_batches(records):
-            upper = header.next_offset
-        return overlapping(self.aborted, fetch_offset, upper)
+        with self._aborted_lock:
+            self._forget_below(start_offset)
+            if not records or not self.aborted or self.aborted[-1].last_offset < fetch_offset:
+                return []  # the usual case: no walk over the batches (and nothing read: as Kafka, none)
+            upper = fetch_offset
+            for _, header in iter_batches(records):
+                upper = header.next_offset
+            return overlapping(self.aborted, fetch_offset, upper)
+
+    def forget(self, entries: Iterable[AbortedTxn]) -> None:
+        """Compaction removed these ABORT markers (with nothing left that they hid)."""
+        gone = set(entries)
+        if gone:
+            with self._aborted_lock:
+                self.aborted[:] = [entry for entry in self.aborted if entry not in gone]
 
     def _forget_below(self, start_offset: int) -> None:
         if self.aborted and self.aborted[0].last_offset < start_offset:

@@ -12,14 +12,19 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from martlet.gateway.protocol.codec import build, request_type
 from martlet.records.build import NewRecord, build_batch
+from martlet.records.decode import decode_records
+from martlet.records.header import iter_batches
 from tests.fixtures.martlet import wait_until
 from tests.fixtures.reference_pair import Both
+from tests.integration.raw_client import RawClient
 from tests.integration.test_cluster_admin_reference import _create
+from tests.unit.gateway.handlers.test_fetch import fetch_body
 
 pytestmark = pytest.mark.integration
 
-PRODUCE = 0
+PRODUCE, FETCH = 0, 1
 KEYS = 40
 COMPACTION_WAIT_S = 60.0
 
@@ -127,3 +132,71 @@ def _read_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None
         return got
     finally:
         consumer.close()
+
+
+def test_transactions_on_a_compacted_topic_leave_the_committed_values_and_no_stale_markers(
+        martlet_process: Any, tmp_path: Path) -> None:
+    """A committed, an aborted and a committed transaction over the same keys: compaction
+    removes the aborted records at once, then the first two markers once their records are
+    gone and delete.retention.ms passed, as Kafka does; a read_committed reader from the
+    start still gets every key's committed value once."""
+    martlet = martlet_process(extra_args=_fast_rounds(tmp_path))
+    bootstrap, topic = martlet.bootstrap, f"compacted-txn-{uuid.uuid4().hex[:8]}"
+    configs = {"cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+               "delete.retention.ms": "1000"}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(30)
+    final: dict[bytes, tuple[int, bytes | None]] = {}
+    for value, commit in ((b"first", True), (b"aborted", False), (b"last", True)):
+        producer.begin_transaction()
+        for i in range(KEYS):
+            producer.produce(topic, key=b"key-%02d" % i, value=value,
+                             on_delivery=lambda err, msg, c=commit: c and _note(final, err, msg))
+        producer.flush(30)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    plain = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    client = RawClient(bootstrap)
+
+    def cleaned() -> bool:
+        plain.produce(topic, key=b"filler", value=b"x")  # rolls the segment (segment.ms): more to clean
+        plain.flush(30)
+        kept, markers = _batches(client, topic)
+        return b"aborted" not in kept and b"first" not in kept and markers == 1
+
+    try:
+        assert wait_until(cleaned, COMPACTION_WAIT_S, interval_s=0.3), (_batches(client, topic), martlet.log_tail())
+    finally:
+        client.close()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        got: dict[bytes, tuple[int, bytes | None]] = {}
+        wait_until(lambda: _poll_into(consumer, got) and len(got) >= KEYS + 1, 30)
+    finally:
+        consumer.close()
+    assert {key: entry for key, entry in got.items() if key.startswith(b"key-")} == final
+
+
+def _batches(client: RawClient, topic: str) -> tuple[list[bytes | None], int]:
+    """The values of partition 0 read uncommitted from the start, and how many markers it holds."""
+    values, markers, offset = [], 0, 0
+    while True:
+        answer = client.request(build(request_type(FETCH, 12), fetch_body([(topic, 0, offset, 1 << 20)])))
+        data = answer.responses[0].partitions[0].records or b""
+        if not data:
+            return values, markers
+        for at, header in iter_batches(data):
+            batch = data[at:at + header.size]
+            markers += header.is_control
+            values += [] if header.is_control else [record.value for record in decode_records(batch)]
+            offset = header.next_offset
+
+
+def _poll_into(consumer: Consumer, got: dict[bytes, tuple[int, bytes | None]]) -> bool:
+    message = consumer.poll(1)
+    if message is not None and message.error() is None:
+        got[message.key()] = (message.offset(), message.value())
+    return True

@@ -1,6 +1,32 @@
-"""Build valid batches in the engine's header layout for tests (records are opaque bytes)."""
+"""Build valid batches in the engine's header layout for tests (records are opaque bytes),
+and read batches as a read_committed consumer does."""
 
-from martlet.records.header import HEADER_BYTES, BatchHeader, pack_header, parse_header, set_crc
+from collections.abc import Iterable
+
+from martlet.engine.log.txnindex import AbortedTxn
+from martlet.records.control import ControlType
+from martlet.records.decode import control_marker, decode_records
+from martlet.records.header import HEADER_BYTES, BatchHeader, Buffer, pack_header, parse_header, set_crc
+
+
+def read_committed(batches: Iterable[Buffer], aborted: Iterable[AbortedTxn]) -> dict[int, tuple[bytes | None, bytes | None]]:
+    """The records (by offset: key, value) a read_committed consumer reading `batches` from
+    the start gets, told of `aborted`, by the Java client's rule: a producer named by an
+    aborted transaction starting at or before a batch has its transactional batches skipped
+    until its ABORT marker."""
+    pending = sorted(aborted, key=lambda entry: entry.first_offset)
+    skipping: set[int] = set()
+    seen = {}
+    for batch in batches:
+        header = parse_header(batch)
+        while pending and pending[0].first_offset <= header.last_offset:
+            skipping.add(pending.pop(0).producer_id)
+        if header.is_control:
+            if header.record_count and control_marker(batch).control_type == ControlType.ABORT:
+                skipping.discard(header.producer_id)
+        elif not (header.is_transactional and header.producer_id in skipping):
+            seen.update({r.offset: (r.key, r.value) for r in decode_records(batch)})
+    return seen
 
 
 def make_batch(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from log_batches import ManualClock
+from log_batches import ManualClock, read_committed
 
 from martlet.engine.log import LogConfig, PartitionLog
 from martlet.engine.log.compaction import rewrite
@@ -262,3 +262,114 @@ def test_nothing_from_an_open_transaction_on_is_cleaned() -> None:
     assert work is None or all(segment.next_offset <= first_open for segment in work.segments)
     one_pass(log)
     assert (first_open, b"k", b"open") in records(log)
+
+
+def batches_of(log: PartitionLog) -> list[bytes]:
+    found, offset = [], 0
+    while offset < log.end_offset:
+        data = log.read(offset, 1 << 20)
+        for at, header in iter_batches(data):
+            found.append(bytes(data[at:at + header.size]))
+            offset = header.next_offset
+    return found
+
+
+def committed_view(log: PartitionLog) -> dict[int, tuple[bytes | None, bytes | None]]:
+    return read_committed(batches_of(log), log.aborted_transactions())
+
+
+def markers(log: PartitionLog) -> list[int]:
+    return [parse_header(batch).base_offset for batch in batches_of(log) if parse_header(batch).is_control]
+
+
+def three_transactions(log: PartitionLog) -> tuple[list[int], int]:
+    """Producer 7 commits k=t1, aborts k=aborted, commits k=t3; returns the markers and t3's offset."""
+    txn_append(log, 7, 0, b"k", b"t1")
+    ends = [end_txn(log, 7, commit=True)]
+    txn_append(log, 7, 1, b"k", b"aborted")
+    ends.append(end_txn(log, 7, commit=False))
+    t3 = txn_append(log, 7, 2, b"k", b"t3")
+    ends.append(end_txn(log, 7, commit=True))
+    fill(log, 30)
+    log.flush()
+    return ends, t3
+
+
+def again(log: PartitionLog, clock: ManualClock, advance_ms: int = 0) -> int:
+    """Another pass over the whole log, after `advance_ms`."""
+    clock.advance(advance_ms)
+    fill(log, 12)
+    log.flush()
+    log.cleaner_offset = 0
+    return one_pass(log)
+
+
+def test_markers_go_once_their_transaction_has_no_records_left_and_their_horizon_passed() -> None:
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    (commit1, abort, commit3), t3 = three_transactions(log)
+    assert log.aborted_transactions()[0].last_offset == abort
+    one_pass(log)  # the records of the first two transactions go; their markers stay
+    assert markers(log) == [commit1, abort, commit3]
+    again(log, clock)  # their markers get a delete horizon
+    assert markers(log) == [commit1, abort, commit3]
+    again(log, clock, COMPACTED.delete_retention_ms - 1)
+    assert markers(log) == [commit1, abort, commit3]
+    again(log, clock, 1)  # the horizon passed: gone, the ABORT with its aborted-transaction entry
+    assert markers(log) == [commit3]
+    assert log.aborted_transactions() == []
+    assert not [name for name in store.list("topic-0") if name.endswith(".txnindex")]
+    assert committed_view(log)[t3] == (b"k", b"t3")
+    reopened = open_log(store, clock)
+    assert markers(reopened) == [commit3] and reopened.aborted_transactions() == []
+    assert committed_view(reopened)[t3] == (b"k", b"t3")
+
+
+def test_a_producers_last_marker_stays_for_its_epoch() -> None:
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    txn_append(log, 9, 0, b"k", b"aborted")
+    bumped = build_control_batch(9, 1, ControlType.ABORT, 0, NOW)  # the coordinator aborted it at a new epoch
+    marker = log.append(bumped, parse_header(bumped))
+    append(log, b"k", b"plain")
+    fill(log, 30)
+    log.flush()
+    for advance in (0, 0, COMPACTED.delete_retention_ms, COMPACTED.delete_retention_ms):
+        again(log, clock, advance)
+    assert markers(log) == [marker]
+    assert open_log(store, clock).producer_state.producers[9].epoch == 1
+
+
+MARKER_PASS_CALLS_MAX = 45  # the pass below makes 39 changing store calls today
+
+
+@pytest.mark.parametrize("crash_at", range(1, MARKER_PASS_CALLS_MAX + 1))
+def test_a_crash_at_any_store_call_of_a_pass_that_removes_markers_loses_nothing(crash_at: int) -> None:
+    store, clock = MemoryStore(), ManualClock(NOW)
+    log = open_log(store, clock)
+    (_, _, commit3), t3 = three_transactions(log)
+    one_pass(log)
+    again(log, clock)
+    clock.advance(COMPACTED.delete_retention_ms)
+    fill(log, 12)
+    log.flush()
+    log.cleaner_offset = 0
+    crashing = CrashingStore(store, crash_at)
+    log.store = crashing
+    for segment in log._segments:  # noqa: SLF001
+        segment.store = crashing
+    try:
+        one_pass(log)
+    except Crash:
+        pass
+    else:
+        assert crashing.calls <= MARKER_PASS_CALLS_MAX  # fewer calls than crash_at, all of them in the table
+        assert markers(log) == [commit3]
+    log.abandon()
+    reopened = open_log(store, clock)
+    view = committed_view(reopened)
+    assert view[t3] == (b"k", b"t3") and b"aborted" not in {value for _, value in view.values()}
+    assert {entry.last_offset for entry in reopened.aborted_transactions()} <= set(markers(reopened))
+    reopened.cleaner_offset = 0
+    one_pass(reopened)
+    assert markers(reopened) == [commit3] and reopened.aborted_transactions() == []
