@@ -166,8 +166,8 @@ class KafkaTopicConfig:
 
 NO_COPIES = "every partition has one copy, in the store; there is no replication between brokers to tune"
 NO_TIERS = "the store is the only tier: there is no tiered storage"
-NOT_YET = "not honoured yet (issue 13)"
 _TIMESTAMP_TYPES = {"CreateTime": "create", "LogAppendTime": "append"}
+DECOMPRESSED_MAX = 2147483639  # max.decompressed.message.bytes' default and largest value: no limit
 
 
 CONFIGS: tuple[KafkaTopicConfig, ...] = (
@@ -222,8 +222,8 @@ CONFIGS: tuple[KafkaTopicConfig, ...] = (
                      inert=NO_TIERS),
     KafkaTopicConfig("local.retention.ms", LONG, "-2", _integer("LONG", -2), "log.local.retention.ms",
                      inert=NO_TIERS),
-    KafkaTopicConfig("max.decompressed.message.bytes", INT, "2147483639", _integer("INT", 1, 2147483639),
-                     "max.decompressed.message.bytes", inert=NOT_YET),
+    KafkaTopicConfig("max.decompressed.message.bytes", INT, str(DECOMPRESSED_MAX), _integer("INT", 1, DECOMPRESSED_MAX),
+                     "max.decompressed.message.bytes"),  # kept, and honoured by Produce (decompressed_limit)
     KafkaTopicConfig("message.timestamp.after.max.ms", LONG, "3600000", _integer("LONG", 0),
                      "log.message.timestamp.after.max.ms"),  # kept, and honoured by Produce (timestamp_window)
     KafkaTopicConfig("message.timestamp.before.max.ms", LONG, str(LONG_MAX), _integer("LONG", 0),
@@ -316,6 +316,18 @@ def _window(kept: Kept) -> tuple[int, int]:
     values = dict(kept)
     return (int(values.get("message.timestamp.before.max.ms", BY_NAME["message.timestamp.before.max.ms"].default)),
             int(values.get("message.timestamp.after.max.ms", BY_NAME["message.timestamp.after.max.ms"].default)))
+
+
+def decompressed_limit(topic: Topic) -> int | None:
+    """max.decompressed.message.bytes of a topic: the largest record a compressed batch may
+    hold once decompressed; None when it is the default (no limit, nothing to check)."""
+    return _decompressed(topic.config.kept)
+
+
+@functools.lru_cache(maxsize=1024)
+def _decompressed(kept: Kept) -> int | None:
+    limit = int(dict(kept).get("max.decompressed.message.bytes", DECOMPRESSED_MAX))
+    return None if limit >= DECOMPRESSED_MAX else limit
 
 
 @dataclass(frozen=True, slots=True)

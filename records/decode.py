@@ -78,6 +78,21 @@ def record_keys(batch: Buffer) -> Iterator[tuple[int, bytes | None, bool]]:
         pos = end
 
 
+def largest_record(batch: Buffer) -> int:
+    """The largest length a record of the batch declares, decompressed (what Kafka's
+    max.decompressed.message.bytes bounds); the walk stops at a length that overruns."""
+    header = parse_header(batch)
+    body = decompress(header.compression, bytes(batch[HEADER_BYTES : header.size]))
+    largest, pos = 0, 0
+    for _ in range(header.record_count):
+        if pos >= len(body):
+            break
+        length, pos = read_varint(body, pos)
+        largest = max(largest, length)
+        pos += max(length, 0)
+    return largest
+
+
 def record_times(batch: Buffer) -> Iterator[tuple[int, int]]:
     """(offset, timestamp) of every record in the batch."""
     header = parse_header(batch)

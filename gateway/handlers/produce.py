@@ -13,6 +13,9 @@
   producer's transaction open until the coordinator's marker (engine/log/producers.py), and
   refuses a batch outside it from a producer with one open (INVALID_TXN_STATE). Control
   batches are the broker's own: a produced one is INVALID_RECORD (records/validate.py).
+- A compressed batch holding a record larger, decompressed, than the topic's
+  max.decompressed.message.bytes is refused INVALID_RECORD (no message, as Kafka), before
+  any other record check; records of an uncompressed batch are bounded by max.message.bytes.
 - A topic whose compression.type names a codec stores every batch in it: one sent in another
   codec is recompressed (its records block as one piece; offsets, timestamps and producer
   fields stay), as Kafka does.
@@ -35,7 +38,8 @@ from kio.schema.errors import ErrorCode
 
 from ...engine.api import Durability, Topic, TopicPartition, TxnError, errors
 from ...records.build import recompress
-from ...records.decode import decode_records, record_times
+from ...records.compression import NONE as UNCOMPRESSED
+from ...records.decode import decode_records, largest_record, record_times
 from ...records.errors import InvalidBatch, Reason
 from ...records.header import BatchHeader, parse_header, stamp_log_append_time
 from ...records.validate import validate_produced
@@ -53,7 +57,7 @@ from ..protocol.answers import (
 from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from ..protocol.produce_wire import PartitionData, ProduceRequest, TopicData, decode_produce, encode_produce_response
-from ..topic_configs import LONG_MAX, compression_of, timestamp_window
+from ..topic_configs import LONG_MAX, compression_of, decompressed_limit, timestamp_window
 from .api import Codec, handles
 from .common import millis
 
@@ -174,6 +178,9 @@ def _append(ctx: Context, request: ProduceRequest, version: int, topic: Topic, p
     tp = TopicPartition(topic.name, index)
     try:
         batch, header = validate_produced(partition_data.records, topic.config.max_batch_bytes)
+        if (header.compression != UNCOMPRESSED and (limit := decompressed_limit(topic)) is not None
+                and largest_record(batch) > limit):
+            return _failure(index, ErrorCode.invalid_record)
         append_time = -1
         if topic.config.timestamp_type == "append":
             append_time = ctx.clock.now_ms()

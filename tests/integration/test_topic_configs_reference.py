@@ -144,3 +144,32 @@ def test_a_topic_codec_recompresses_batches_as_kafka_does(both: Both) -> None:
             FETCH, 12, fetch_body([(names[kind], 0, 0, 1 << 20)])))
         assert parse_header(ours).compression == parse_header(theirs).compression, kind
         assert list(decode_records(ours)) == list(decode_records(theirs)), kind
+
+
+def test_a_compressed_record_larger_than_max_decompressed_message_bytes_is_refused_as_kafka_refuses_it(
+        both: Both) -> None:
+    """max.decompressed.message.bytes bounds each record of a compressed batch once
+    decompressed (a small batch cannot make the broker allocate a huge record); records of an
+    uncompressed batch are bounded by max.message.bytes instead."""
+    limited, open_ = f"inflate-{uuid.uuid4().hex[:8]}", f"inflate-open-{uuid.uuid4().hex[:8]}"
+    _create(both, limited, 1, {"max.decompressed.message.bytes": "512"})
+    _create(both, open_, 1)
+    now = int(time.time() * 1000)
+    cases = {"gzip 4 KB": (limited, [b"x" * 4096], compression.GZIP),
+             "gzip 4 KB among small ones": (limited, [b"s", b"y" * 4096, b"t", b"z" * 600], compression.GZIP),
+             "zstd 4 KB": (limited, [b"x" * 4096], compression.ZSTD),
+             "gzip small": (limited, [b"x" * 100, b"y" * 400], compression.GZIP),
+             "gzip record of 512 bytes": (limited, [b"x" * 504], compression.GZIP),  # 8 bytes besides the value
+             "gzip record of 513 bytes": (limited, [b"x" * 505], compression.GZIP),
+             "plain 4 KB": (limited, [b"x" * 4096], compression.NONE),
+             "gzip 4 KB, no limit": (open_, [b"x" * 4096], compression.GZIP)}
+    found: dict[str, tuple[object, object]] = {}
+    for case, (name, values, codec) in cases.items():
+        batch = bytes(build_batch([NewRecord(b"k", value, now) for value in values], compression=codec))
+        body = {"acks": -1, "timeout": 30_000, "topic_data": [
+            {"name": name, "partition_data": [{"index": 0, "records": batch}]}]}
+        ours, theirs = both.ask(PRODUCE, 11, body)
+        found[case] = (_refusals(ours), _refusals(theirs))
+    assert all(ours == theirs for ours, theirs in found.values()), found
+    assert [case for case, (_, theirs) in found.items() if theirs[0]] == [  # what Kafka refused, INVALID_RECORD
+        "gzip 4 KB", "gzip 4 KB among small ones", "zstd 4 KB", "gzip record of 513 bytes"]

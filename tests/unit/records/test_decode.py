@@ -8,7 +8,7 @@ import pytest
 from martlet.records import compression
 from martlet.records.build import NewRecord, Producer, build_batch, build_control_batch, recompress
 from martlet.records.control import ControlType, Marker
-from martlet.records.decode import Record, control_marker, decode_records, record_times
+from martlet.records.decode import Record, control_marker, decode_records, largest_record, record_times
 from martlet.records.errors import InvalidBatch, Reason
 from martlet.records.header import COMPRESSION_MASK, HEADER_BYTES, crc_ok, parse_header, set_crc, stamp_log_append_time
 from tests.integration.raw_client import record_batch
@@ -91,3 +91,10 @@ def test_a_recompressed_batch_holds_the_same_records_and_header_under_the_new_co
     assert after._replace(attributes=before.attributes, batch_length=0, crc=0) == before._replace(batch_length=0, crc=0)
     assert after.attributes & ~COMPRESSION_MASK == before.attributes & ~COMPRESSION_MASK  # the time stamp bit stays
     assert list(decode_records(again)) == list(decode_records(sent))
+
+
+@pytest.mark.parametrize("codec", [compression.NONE, compression.GZIP, compression.LZ4, compression.ZSTD])
+def test_the_largest_record_is_its_declared_length_once_decompressed(codec: int) -> None:
+    batch = build_batch([NewRecord(b"k", b"x" * 100, 1), NewRecord(b"k", b"y" * 504, 1), NewRecord(None, None, 1)],
+                        compression=codec)
+    assert largest_record(batch) == 512  # key b"k" and the value's 2-byte length: 8 bytes besides the value
