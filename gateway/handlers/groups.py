@@ -42,6 +42,7 @@ from .api import handles
 from .common import millis
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types; 2 (share groups, v6) is not served
+BATCHED_FROM = 4  # FindCoordinator: a list of keys, each answered with its own code and message (KIP-699)
 NOT_FOUND_FROM = 6  # DescribeGroups answers GROUP_ID_NOT_FOUND for a group it cannot describe (KIP-1043)
 NO_OPERATIONS = -2147483648
 NULLABLE_PROTOCOL_FROM = 7  # JoinGroup: from v7 a join without a chosen protocol (an error) names none, as Kafka
@@ -49,16 +50,18 @@ NULLABLE_PROTOCOL_FROM = 7  # JoinGroup: from v7 a join without a chosen protoco
 
 @handles(ApiKey.FIND_COORDINATOR, 0, 6)
 async def find_coordinator(ctx: Context, header: RequestHeader, request: FindCoordinatorRequest) -> FindCoordinatorAnswer:
-    if header.api_version >= 4:
+    """A found coordinator has a message that is not null, as Kafka 4.4 answers: "NONE" (the
+    error's name) in v1-v3, "" in the batched form."""
+    if header.api_version >= BATCHED_FROM:
         keys = list(request.coordinator_keys)
-        return {"throttle_time": 0, "coordinators": [_coordinator(ctx, key, request.key_type) for key in keys]}
+        return {"throttle_time": 0, "coordinators": [_coordinator(ctx, key, request.key_type, "") for key in keys]}
     key_type = getattr(request, "key_type", GROUP_KEY)
-    found = _coordinator(ctx, request.key, key_type)  # type: ignore[attr-defined]  # v0-v3 field
+    found = _coordinator(ctx, request.key, key_type, "NONE")  # type: ignore[attr-defined]  # v0-v3 field
     return {"throttle_time": 0, "error_code": found["error_code"], "error_message": found["error_message"],
             "node_id": found["node_id"], "host": found["host"], "port": found["port"]}
 
 
-def _coordinator(ctx: Context, key: str, key_type: int) -> FindCoordinatorCoordinatorAnswer:
+def _coordinator(ctx: Context, key: str, key_type: int, found_message: str) -> FindCoordinatorCoordinatorAnswer:
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):  # Kafka 4.4 without share groups answers INVALID_REQUEST too
         return {"key": key, "error_code": ErrorCode.invalid_request, "node_id": -1, "host": "",
                 "port": -1, "error_message": f"coordinator key type {key_type} is not served"}
@@ -67,13 +70,13 @@ def _coordinator(ctx: Context, key: str, key_type: int) -> FindCoordinatorCoordi
     if ctx.groups.coordinates(key):  # this node: the address it advertises
         settings = ctx.settings
         return {"key": key, "error_code": ErrorCode.none, "node_id": ctx.node_id, "host": settings.advertised_host,
-                "port": settings.advertised_port, "error_message": None}
+                "port": settings.advertised_port, "error_message": found_message}
     node = ctx.coordinator_of(key)  # in a cluster: the node serving the group's offsets shard
     if node is None:
         return {"key": key, "error_code": ErrorCode.coordinator_not_available, "node_id": -1, "host": "",
                 "port": -1, "error_message": "the group's coordinator is moving; try again"}
     return {"key": key, "error_code": ErrorCode.none, "node_id": node.node_id, "host": node.host,
-            "port": node.port, "error_message": None}
+            "port": node.port, "error_message": found_message}
 
 
 @handles(ApiKey.JOIN_GROUP, 0, 9)

@@ -142,6 +142,16 @@ def test_find_coordinator_names_this_node_for_a_transactional_id(broker: Broker)
     assert (found.key, int(found.error_code), found.node_id) == ("tx", NONE, broker.ctx.node_id)
 
 
+@pytest.mark.parametrize(("version", "message"), [(1, "NONE"), (3, "NONE"), (4, ""), (6, "")])
+@pytest.mark.parametrize("key_type", [0, 1])
+def test_a_found_coordinator_has_kafkas_message_not_null(broker: Broker, version: int, message: str,
+                                                        key_type: int) -> None:
+    """Kafka 4.4 names the error (NONE) in v1-v3 and sends "" per key from v4: never null."""
+    answer = broker.call(FIND_COORDINATOR, version, {"key": "k", "key_type": key_type, "coordinator_keys": ["k"]})
+    found = answer.coordinators[0] if version >= 4 else answer
+    assert (int(found.error_code), found.error_message) == (NONE, message)
+
+
 def _committed(broker: Broker, group: str) -> Any:
     answer = broker.call(OFFSET_FETCH, 7, {"group_id": group, "topics": None, "require_stable": False})
     return {(t.name, p.partition_index): p.committed_offset for t in answer.topics for p in t.partitions}
