@@ -7,6 +7,9 @@ transactional ids it coordinates (clients ask every node and merge), DescribeTra
 for an id it coordinates (any other: NOT_COORDINATOR), DescribeProducers for a partition it
 serves (any other: NOT_LEADER_OR_FOLLOWER).
 
+DescribeTransactions lists the `__consumer_offsets` partition of each group whose offsets the
+transaction commits (AddOffsetsToTxn), as Kafka: the group's offsets shard.
+
 DescribeProducers of a `__consumer_offsets` partition, an offsets shard (internal_topics.py):
 the shard this node serves has no producers, any other NOT_LEADER_OR_FOLLOWER. Its records are
 Martlet's, not Kafka batches, so it has no producer state: the offsets a transaction stages
@@ -33,7 +36,7 @@ from kio.schema.list_transactions.v2.request import ListTransactionsRequest
 
 from ...engine.api import TopicPartition, TxnMetadata, TxnState, errors
 from ..context import Context
-from ..internal_topics import is_internal
+from ..internal_topics import OFFSETS, is_internal
 from ..mapping import error_code
 from ..protocol.answers import (
     DescribeProducersAnswer,
@@ -47,6 +50,9 @@ from ..protocol.codec import RequestHeader
 from .api import handles
 
 STATES = {state.value: state for state in TxnState}
+# DescribeProducers of a topic that does not exist: Kafka 4.4 answers its error's text (of a
+# missing partition of a topic that does, no text)
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
 
 
 @handles(ApiKey.LIST_TRANSACTIONS, 0, 2)
@@ -92,6 +98,8 @@ def _described(ctx: Context, transactional_id: str) -> DescribeTransactionsTrans
     by_topic: dict[str, list[int]] = defaultdict(list)
     for tp in sorted(meta.partitions):
         by_topic[tp.topic].append(tp.partition)
+    if meta.groups:  # as Kafka, which adds the group's offsets partition at AddOffsetsToTxn
+        by_topic[OFFSETS] = sorted({ctx.groups.shard_of(group) for group in meta.groups})
     return {"error_code": ErrorCode.none, "transactional_id": transactional_id, "transaction_state": meta.state.value,
             "transaction_timeout": meta.timeout_ms, "transaction_start_time": meta.started_ms,
             "producer_id": meta.producer_id, "producer_epoch": meta.epoch,
@@ -115,6 +123,9 @@ async def describe_producers(ctx: Context, header: RequestHeader, request: Descr
 def _producers(ctx: Context, tp: TopicPartition) -> DescribeProducersPartitionAnswer:
     if is_internal(tp.topic):
         return _shard_producers(ctx, tp.partition)
+    if ctx.topics.find(tp.topic) is None:
+        return {"partition_index": tp.partition, "error_code": ErrorCode.unknown_topic_or_partition,
+                "error_message": UNKNOWN_TOPIC_MESSAGE, "active_producers": []}
     try:
         active = ctx.partitions.producers(tp)
     except (errors.UnknownPartition, errors.NotServedHere) as error:

@@ -14,7 +14,7 @@ from .harness import NOW_MS, Broker
 from .test_read_committed import marker, produce, txn_batch
 from .test_transactions import add, end, init, settle
 
-DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+ADD_OFFSETS_TO_TXN, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 25, 61, 65, 66
 
 
 def listed(broker: Broker, version: int = 2, **filters) -> dict[str, tuple[int, str]]:
@@ -94,6 +94,21 @@ def test_describe_transactions_gives_state_partitions_and_times(broker: Broker) 
     assert unknown.error_code == ErrorCode.transactional_id_not_found
 
 
+def test_describe_transactions_lists_the_offsets_partition_of_each_group_in_the_transaction(broker: Broker) -> None:
+    """As Kafka, whose AddOffsetsToTxn adds the group's __consumer_offsets partition."""
+    broker.create_topic("t")
+    _, pid, epoch = init(broker)
+    add(broker, pid, epoch, {"t": [0]})
+    for group in ("g1", "g2"):
+        added = broker.call(ADD_OFFSETS_TO_TXN, 3, {"transactional_id": "tx", "producer_id": pid,
+                                                    "producer_epoch": epoch, "group_id": group})
+        assert added.error_code == ErrorCode.none
+    (ongoing,) = described(broker, "tx")
+    shards = sorted({broker.engine.groups.shard_of("g1"), broker.engine.groups.shard_of("g2")})
+    assert sorted((t.topic, list(t.partitions)) for t in ongoing.topics) == [("__consumer_offsets", shards),
+                                                                             ("t", [0])]
+
+
 def test_describe_producers_shows_sequences_timestamps_and_the_open_transaction(broker: Broker) -> None:
     broker.create_topic("t")
     assert produce(broker, txn_batch(7, 0, b"a", b"b")).error_code == ErrorCode.none
@@ -113,8 +128,11 @@ def test_describe_producers_of_a_missing_partition_is_unknown_topic_or_partition
     broker.create_topic("t")
     assert broker.engine.partitions.producers(TopicPartition("t", 0)) == []
     missing, present = producers(broker, "t", 3, 0)
-    assert missing.error_code == ErrorCode.unknown_topic_or_partition
+    assert (missing.error_code, missing.error_message) == (ErrorCode.unknown_topic_or_partition, None)
     assert (present.error_code, list(present.active_producers)) == (ErrorCode.none, [])
+    (unknown,) = producers(broker, "none", 0)  # Kafka 4.4 sends a text for a topic it lacks only
+    assert (unknown.error_code, unknown.error_message) == (ErrorCode.unknown_topic_or_partition,
+                                                           "This server does not host this topic-partition.")
 
 
 
