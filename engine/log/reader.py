@@ -14,7 +14,9 @@ fails) and trusts two things only:
   lists the directory again; until then reads stop at the C seen last (open looks once).
   Nothing published yet means C = 0.
 - the batches themselves: every batch returned is whole, has magic 2, the base offset that
-  follows its predecessor (no gaps) and a correct CRC32C.
+  follows its predecessor and a correct CRC32C. Only in a sealed segment may a batch start
+  past its predecessor's end: compaction leaves such gaps (compaction.py), and a sealed
+  segment is never torn; in the last one a gap is damage, as recovery holds it.
 
 What the store shows bounds a read too: on HDFS (read-only mode, which never recovers a
 lease) a file the broker holds open shows only its finished blocks, so the active segment
@@ -120,7 +122,8 @@ class LogReader:
         position: _Position | None = self._start(bases, offset)
         while position is not None and position.offset < end:
             after = position
-            for data, header, after in self._segment_batches(position, end, max_bytes):
+            sealed = position.base != bases[-1]
+            for data, header, after in self._segment_batches(position, end, max_bytes, sealed):
                 if header.next_offset > offset:
                     self._check_crc(data, header)
                     yield data, after
@@ -134,10 +137,11 @@ class LogReader:
             return _Position(bases[at], 0, position.offset)
         return None
 
-    def _segment_batches(self, start: _Position, end: int,
-                         max_bytes: int) -> Iterator[tuple[bytes, BatchHeader, _Position]]:
+    def _segment_batches(self, start: _Position, end: int, max_bytes: int,
+                         sealed: bool) -> Iterator[tuple[bytes, BatchHeader, _Position]]:
         """Structurally checked batches of one segment from `start`, each with the position
-        after it, until `end` or the end of what the store shows whole."""
+        after it, until `end` or the end of what the store shows whole (a sealed segment may
+        have gaps between batches)."""
         log_path = offset_file(self.path, start.base, LOG_SUFFIX)
         byte, expected = start.byte, start.offset
         while expected < end:
@@ -146,7 +150,9 @@ class LogReader:
             for at, header in iter_batches(data):
                 if expected >= end or header.next_offset > end:
                     return  # past the bound: not ours to look at
-                if header.base_offset != expected or header.magic != MAGIC or header.last_offset_delta < 0:
+                gap_allowed = sealed and header.base_offset > expected
+                if (header.base_offset != expected and not gap_allowed) or header.magic != MAGIC \
+                        or header.last_offset_delta < 0:
                     raise CorruptBatch(f"{log_path}: {header} at byte {byte + at} where offset {expected} belongs")
                 used, expected = at + header.size, header.next_offset
                 yield data[at:used], header, _Position(start.base, byte + used, expected)

@@ -21,6 +21,7 @@ import pytest
 from martlet.engine.catalog.catalog import topic_dir
 from martlet.engine.clock import ManualClock
 from martlet.engine.errors import CorruptBatch, OffsetOutOfRange
+from martlet.engine.log.compaction import rewrite
 from martlet.engine.log.config import LogConfig
 from martlet.engine.log.files import CHECKPOINT_PREFIX, LOG_SUFFIX, offset_file, write_published
 from martlet.engine.log.log import PartitionLog
@@ -31,7 +32,9 @@ from martlet.engine.settings import EngineSettings
 from martlet.engine.store import LocalStore, MemoryStore, Store
 from martlet.engine.store.hdfs import HdfsStore
 from martlet.engine.types import TopicPartition
-from martlet.records.header import HEADER_BYTES, crc_ok, iter_batches
+from martlet.records.build import NewRecord, build_batch
+from martlet.records.decode import decode_records
+from martlet.records.header import HEADER_BYTES, crc_ok, iter_batches, parse_header
 from tests.unit.engine.log.log_batches import make_batch
 
 DIR = "p-0"
@@ -425,3 +428,32 @@ def test_offsets_deleted_by_the_broker_are_out_of_range(stores):
     with pytest.raises(OffsetOutOfRange):
         reader.read(first, 100)
     assert reader.read(second, 100)
+
+
+def test_reads_a_compacted_log_across_the_gaps_compaction_left(stores):
+    """Compaction (engine/log/compaction.py) removes batches from sealed segments: the reader
+    reads across the gaps there, and still refuses one in the last segment."""
+    broker, reader_store = stores
+    config = LogConfig(segment_bytes=400, index_interval_bytes=100, compacted=True, deletes=False,
+                       min_cleanable_ratio=0.0)
+    log = PartitionLog.open(broker, DIR, config, lambda: 1_000_000)
+    for number in range(60):
+        record = build_batch([NewRecord(b"k%d" % (number % 4), b"v%03d" % number, 1_000)])
+        log.append(record, parse_header(record))
+    log.flush()
+    work = log.compaction_plan()
+    assert work is not None
+    done, reached = rewrite(work, log.producers_last(), log.config, log.now_ms(), 1 << 20)
+    assert log.swap_cleaned(done, reached) > 0
+    write_published(broker, DIR, log.end_offset, log.end_offset)
+    log.close()
+    reader = open_readonly(reader_store, DIR)
+    got, offset, end = {}, 0, reader.checkpoint
+    while data := reader.read(offset, 300):
+        for at, header in iter_batches(data):
+            got.update({r.offset: r.value for r in decode_records(data[at:at + header.size])})
+            offset = header.next_offset
+    assert offset == end and len(got) < 60  # read to C, past the removed batches
+    for key in range(4):  # each key's latest value is there
+        last = max(n for n in range(60) if n % 4 == key)
+        assert got[last] == b"v%03d" % last
