@@ -37,6 +37,7 @@ from .service import Engine
 from .settings import EngineSettings
 from .store.base import Store, location
 from .store.local import LocalStore
+from .stored import partition_reader, stored_topic, stored_topics
 from .topics import Topics
 from .transactions.service import Answer as TxnAnswer
 from .transactions.service import RemoteMarkers, Transactions
@@ -83,5 +84,5 @@ __all__ = [
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
     "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "RemoteMarkers", "Transactions", "TxnAnswer", "TxnError",
     "TxnMetadata", "TxnState", "admin", "cluster_member", "errors",
-    "hdfs_store", "store_location",
+    "hdfs_store", "partition_reader", "store_location", "stored_topic", "stored_topics",
 ]

@@ -22,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
         from ..compat.bench.cli import main as bench_main
 
         return bench_main(argv[1:])
+    if argv[:1] == ["export"]:
+        from ..connectors.export import main as export_main
+
+        return export_main(argv[1:])
     if argv[:1] == ["cluster"]:
         from ..compat.cluster_cli import main as cluster_main
 
@@ -58,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("config", help="print every config file key with its default")
     commands.add_parser("compat", help="compatibility suite and reference services (see: martlet compat -h)")
     commands.add_parser("bench", help="Martlet and Apache Kafka side by side (see: martlet bench -h)")
+    commands.add_parser("export", help="a topic's records to Parquet files (see: martlet export -h)")
     commands.add_parser("cluster", help="a cluster on this machine: up, status, down (see: martlet cluster -h)")
     return parser
 
