@@ -70,8 +70,13 @@ def read_topic(store: str | Store, topic: str, partitions: list[int] | None = No
 
 def record_batches(store: Store, topic: Topic, span: Span) -> Iterator[pa.RecordBatch]:
     """The committed records of one partition in `span`, as Arrow record batches."""
-    rows = Rows(topic.name, span.partition)
-    for records in committed(store, topic, span):
+    yield from arrow_batches(Committed(store, topic, span))
+
+
+def arrow_batches(read: Committed) -> Iterator[pa.RecordBatch]:
+    """What `read` gives, as Arrow record batches of about ROWS_PER_BATCH rows."""
+    rows = Rows(read.topic.name, read.span.partition)
+    for records in read:
         rows.add(records)
         if len(rows) >= ROWS_PER_BATCH:
             yield rows.take()
@@ -85,30 +90,43 @@ def span_end(store: Store, topic: Topic, partition: int) -> tuple[int, int]:
     return reader.start_offset, reader.last_stable
 
 
-def committed(store: Store, topic: Topic, span: Span) -> Iterator[list[Row]]:
-    """Lists of committed records (with their timestamp type) of one partition in `span`,
-    in offset order."""
-    reader = partition_reader(store, topic, span.partition)
-    stable = reader.last_stable if span.end is None else min(span.end, reader.last_stable)
-    held: dict[int, list[Row]] = {}  # producer id -> its open transaction's records, read so far
-    offset = max(span.start, reader.start_offset)
-    while offset < reader.checkpoint and (offset < stable or held):
-        data = reader.read(offset, READ_BYTES)
-        if not data:
-            break
-        for at, header in iter_batches(data):
-            offset = header.next_offset
-            if header.base_offset >= stable and not header.is_control:
-                continue  # past the stable offset: only markers of held transactions matter
-            batch = data[at:at + header.size]
-            if header.is_control:
-                done = _ended(header, batch, held)
-                if done:
-                    yield [row for row in done if span.start <= row[0].offset < stable]
-            elif header.is_transactional:
-                held.setdefault(header.producer_id, []).extend(_rows(header, batch))
-            else:
-                yield [row for row in _rows(header, batch) if span.start <= row[0].offset < stable]
+class Committed:
+    """The committed records (with their timestamp type) of one partition in a span, in
+    offset order, as lists; `reached` then tells how far they go: every committed record
+    below it was given. That is the span's end, unless the store did not show that much
+    yet (on HDFS the block a broker is writing stays unseen until it is finished)."""
+
+    def __init__(self, store: Store, topic: Topic, span: Span) -> None:
+        self.topic, self.span = topic, span
+        self._reader = partition_reader(store, topic, span.partition)
+        self.stable = self._reader.last_stable if span.end is None else min(span.end, self._reader.last_stable)
+        self.reached = max(span.start, self._reader.start_offset)
+
+    def __iter__(self) -> Iterator[list[Row]]:
+        reader, stable, start = self._reader, self.stable, self.span.start
+        held: dict[int, list[Row]] = {}  # producer id -> its open transaction's records, read so far
+        held_from: dict[int, int] = {}  # producer id -> the first offset of its held records
+        offset = self.reached
+        while offset < reader.checkpoint and (offset < stable or held):
+            data = reader.read(offset, READ_BYTES)
+            if not data:
+                break  # the store shows no more yet
+            for at, header in iter_batches(data):
+                offset = header.next_offset
+                if header.base_offset >= stable and not header.is_control:
+                    continue  # past the stable offset: only markers of held transactions matter
+                batch = data[at:at + header.size]
+                if header.is_control:
+                    held_from.pop(header.producer_id, None)
+                    done = _ended(header, batch, held)
+                    if done:
+                        yield [row for row in done if start <= row[0].offset < stable]
+                elif header.is_transactional:
+                    held_from.setdefault(header.producer_id, header.base_offset)
+                    held.setdefault(header.producer_id, []).extend(_rows(header, batch))
+                else:
+                    yield [row for row in _rows(header, batch) if start <= row[0].offset < stable]
+                self.reached = min([min(offset, stable), *held_from.values()])
 
 
 def _rows(header: BatchHeader, batch: bytes) -> Iterator[Row]:

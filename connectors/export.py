@@ -14,6 +14,10 @@ renamed into place; the state moves after the files of a run are in place. A run
 between the two leaves files past the remembered offset, which the next run deletes before
 it writes: a record is never exported twice, and never skipped.
 
+On HDFS a broker's unfinished block shows only once it is finished: when the segment rolls,
+or the partition's writer closes (idle for hdfs_writer_idle_ms, or the broker stops). An
+export of a live topic there stops where the store stops, says so, and the next run goes on.
+
 Keys and values stay bytes, or are decoded (`--keys`/`--values utf8|json`): UTF-8 text, or
 JSON parsed into Arrow types (pyarrow infers them per file). A record that does not decode
 stops the export with its partition and offset; what was written of that partition's run is
@@ -36,7 +40,7 @@ import pyarrow.parquet as pq
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..engine.api import LocalStore, Store, Topic, errors, hdfs_store, stored_topic
-from .arrow import SCHEMA, Span, open_store, record_batches, span_end
+from .arrow import SCHEMA, Committed, Span, arrow_batches, open_store, span_end
 
 STATE_FILE = "_export.json"
 FILE_ROWS = 500_000  # rows gathered before they are written (memory holds about this many)
@@ -51,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         source = open_store(args.store)
-        target = _target(args.to)
+        target = open_target(args.to)
         exported = export(source, args.topic, target, keys=args.keys, values=args.values,
                           progress=not args.quiet and sys.stderr.isatty())
     except (ExportError, errors.EngineError, OSError, ValueError) as error:
@@ -78,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _target(url: str) -> Store:
+def open_target(url: str) -> Store:
+    """Where exported files go: `hdfs://host:port/path` or a folder."""
     if url.startswith("hdfs://"):
         address, _, root = url[len("hdfs://"):].partition("/")
         return hdfs_store(f"hdfs://{address}", "/" + root)
@@ -94,6 +99,7 @@ def export(source: Store, name: str, target: Store, keys: str = "bytes", values:
     topic = stored_topic(source, name)
     state = _load_state(target, topic)
     written: dict[int, int] = {}
+    short: dict[int, tuple[int, int]] = {}  # partitions the store did not show to their end yet
     spans = {}
     for partition in range(topic.partition_count):
         start, stable = span_end(source, topic, partition)
@@ -101,19 +107,26 @@ def export(source: Store, name: str, target: Store, keys: str = "bytes", values:
     with _Bar(progress, sum(max(0, (s.end or 0) - s.start) for s in spans.values())) as bar:
         for partition, span in spans.items():
             _drop_leftovers(target, topic.name, partition, state.get(partition, 0))
-            written[partition] = _export_partition(source, topic, span, target, keys, values, bar)
-            state[partition] = span.end if span.end is not None else span.start
+            read = Committed(source, topic, span)
+            written[partition] = _export_partition(read, target, keys, values, bar)
+            state[partition] = read.reached
             _save_state(target, topic, state)
+            if read.reached < read.stable:
+                short[partition] = (read.reached, read.stable)
+    for partition, (reached, stable) in sorted(short.items()):
+        print(f"martlet export: partition {partition} stopped at offset {reached} of {stable}: the store shows "
+              f"no more yet (on HDFS, a segment's unfinished block shows once its broker finishes or rolls it); "
+              f"the next export goes on from there", file=sys.stderr)
     return written
 
 
-def _export_partition(source: Store, topic: Topic, span: Span, target: Store, keys: str, values: str,
-                      bar: _Bar) -> int:
+def _export_partition(read: Committed, target: Store, keys: str, values: str, bar: _Bar) -> int:
+    topic, span = read.topic, read.span
     if span.end is None or span.start >= span.end:
         return 0
     by_hour: dict[str, list[pa.RecordBatch]] = defaultdict(list)
     done, count, gathered = span.start, 0, 0
-    for batch in record_batches(source, topic, span):
+    for batch in arrow_batches(read):
         batch = _decoded(batch, keys, values, span.partition)
         hours = pc.strftime(batch.column("timestamp"), format="%Y-%m-%d-%H")
         for hour in pc.unique(hours).to_pylist():

@@ -11,13 +11,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from martlet.connectors.arrow import SCHEMA, open_store, read_topic, span_end
-from martlet.connectors.export import export
+from martlet.connectors.export import export, open_target
 from martlet.engine.api import LocalStore, stored_topic
 from tests.fixtures.martlet import wait_until
 
@@ -59,6 +61,17 @@ def _published(data_dir: Path, topic: str, ends: dict[int, int]) -> None:
         found = stored_topic(store, topic)
         return all(span_end(store, found, p)[1] >= end for p, end in ends.items())
     assert wait_until(caught_up, PUBLISHED_S, 0.1)
+
+
+def read_parquet_tree(store: Any, topic: str) -> pa.Table:
+    """Every Parquet file an export wrote under `topic` on `store`, as one table."""
+    tables = []
+    for partition in store.list(topic):
+        for hour in store.list(f"{topic}/{partition}") if partition.startswith("partition=") else []:
+            for name in store.list(f"{topic}/{partition}/{hour}"):
+                path = f"{topic}/{partition}/{hour}/{name}"
+                tables.append(pq.read_table(pa.BufferReader(store.read(path, 0, store.size(path)))))
+    return pa.concat_tables(tables)
 
 
 def test_read_topic_gives_committed_records_with_sparks_columns(martlet: Any) -> None:
@@ -131,3 +144,23 @@ def test_the_export_command(martlet: Any, tmp_path: Path) -> None:
     missing = subprocess.run(["martlet", "export", "no-such-topic", "--to", str(out), "--store",
                               str(martlet.data_dir)], capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1 and "no topic 'no-such-topic'" in missing.stderr
+
+
+@pytest.mark.java
+def test_export_from_hdfs_to_hdfs_goes_as_far_as_the_store_shows(martlet_process: Any, reference_hdfs: Any) -> None:
+    """On HDFS the block a broker is writing shows only once finished: an export of a live
+    topic stops where the store stops and says so, and the next one, after the broker closed
+    its files, goes on from there; nothing is written twice."""
+    root = f"{reference_hdfs.url}/export-{uuid.uuid4().hex[:8]}"
+    broker = martlet_process(extra_args=["--store", f"{root}/data"])
+    topic = _topic(broker.bootstrap, 1)
+    _produce(broker.bootstrap, topic, [{"key": b"k%d" % i, "value": b"v%d" % i} for i in range(30)])
+    source = open_store(f"{root}/data")
+    assert wait_until(lambda: span_end(source, stored_topic(source, topic), 0)[1] >= 30, PUBLISHED_S, 0.1)
+    target = open_target(f"{root}/out")
+    first = export(source, topic, target)[0]
+    broker.stop()  # closes the segment: its last block is finished
+    second = export(source, topic, target)[0]
+    assert first + second == 30, (first, second)  # first is 0 while the broker holds the block open
+    table = read_parquet_tree(target, topic)
+    assert sorted(table["offset"].to_pylist()) == list(range(30))
