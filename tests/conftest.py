@@ -6,5 +6,6 @@ pytest_plugins = [
     "tests.fixtures.kafka_reference",
     "tests.fixtures.martlet",
     "tests.fixtures.reference_pair",
+    "tests.fixtures.spark",
     "tests.fixtures.zookeeper",
 ]
