@@ -47,7 +47,7 @@ def register(spark: Any) -> None:
 
 
 @dataclass(frozen=True)
-class Split(InputPartition):  # type: ignore[misc]  # pyspark ships no type information
+class Split(InputPartition):
     """Offsets [start, end) of one partition, within one segment."""
 
     partition: int
@@ -55,7 +55,7 @@ class Split(InputPartition):  # type: ignore[misc]  # pyspark ships no type info
     end: int
 
 
-class MartletDataSource(DataSource):  # type: ignore[misc]
+class MartletDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
         return "martlet"
@@ -118,9 +118,10 @@ def splits(store: Store, topic: Topic, start: Offsets, end: Offsets) -> list[Spl
     return found
 
 
-def read_split(options: Options, split: Split) -> Iterator[pa.RecordBatch]:
+def read_split(options: Options, split: InputPartition) -> Iterator[pa.RecordBatch]:
     """The rows of one split; an error (Spark retries the task) when the store does not show
     the whole split yet: on HDFS a broker's unfinished block shows once it is finished."""
+    assert isinstance(split, Split)
     store, topic = options.open()
     read = Committed(store, topic, Span(split.partition, split.start, split.end))
     for batch in arrow_batches(read):
@@ -131,7 +132,7 @@ def read_split(options: Options, split: Split) -> Iterator[pa.RecordBatch]:
                            f"finishes or rolls it); try again")
 
 
-class BatchReader(DataSourceReader):  # type: ignore[misc]
+class BatchReader(DataSourceReader):
     def __init__(self, options: Options) -> None:
         self.options = options
 
@@ -145,7 +146,7 @@ class BatchReader(DataSourceReader):  # type: ignore[misc]
         yield from read_split(self.options, partition)
 
 
-class StreamReader(DataSourceStreamReader):  # type: ignore[misc]
+class StreamReader(DataSourceStreamReader):
     def __init__(self, options: Options) -> None:
         self.options = options
 
