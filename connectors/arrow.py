@@ -20,17 +20,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from ..engine.api import LocalStore, Store, Topic, hdfs_store, partition_reader, stored_topic
 from ..records.control import ControlType
-from ..records.decode import Record, control_marker, decode_records
+from ..records.decode import control_marker
 from ..records.header import BatchHeader, iter_batches
+from .columns import HEADER, Columns, columns
 
-Row = tuple[Record, int]  # a record and its timestamp type (its batch's)
 READ_BYTES = 8 << 20  # one read of the store
 ROWS_PER_BATCH = 65_536  # Arrow record batches are cut at about this many rows
-HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
                     ("partition", pa.int32()), ("offset", pa.int64()),
                     ("timestamp", pa.timestamp("ms", tz="UTC")), ("timestampType", pa.int32()),
@@ -76,8 +76,8 @@ def record_batches(store: Store, topic: Topic, span: Span) -> Iterator[pa.Record
 def arrow_batches(read: Committed) -> Iterator[pa.RecordBatch]:
     """What `read` gives, as Arrow record batches of about ROWS_PER_BATCH rows."""
     rows = Rows(read.topic.name, read.span.partition)
-    for records in read:
-        rows.add(records)
+    for piece in read:
+        rows.add(piece)
         if len(rows) >= ROWS_PER_BATCH:
             yield rows.take()
     if len(rows):
@@ -91,8 +91,8 @@ def span_end(store: Store, topic: Topic, partition: int) -> tuple[int, int]:
 
 
 class Committed:
-    """The committed records (with their timestamp type) of one partition in a span, in
-    offset order, as lists; `reached` then tells how far they go: every committed record
+    """The committed records of one partition in a span, in offset order, as column pieces
+    (a batch's, or the part of it in the span); `reached` then tells how far they go: every committed record
     below it was given. That is the span's end, unless the store did not show that much
     yet (on HDFS the block a broker is writing stays unseen until it is finished)."""
 
@@ -102,44 +102,39 @@ class Committed:
         self.stable = self._reader.last_stable if span.end is None else min(span.end, self._reader.last_stable)
         self.reached = max(span.start, self._reader.start_offset)
 
-    def __iter__(self) -> Iterator[list[Row]]:
+    def __iter__(self) -> Iterator[Columns]:
         reader, stable, start = self._reader, self.stable, self.span.start
-        held: dict[int, list[Row]] = {}  # producer id -> its open transaction's records, read so far
+        held: dict[int, list[Columns]] = {}  # producer id -> its open transaction's records, read so far
         held_from: dict[int, int] = {}  # producer id -> the first offset of its held records
         offset = self.reached
         while offset < reader.checkpoint and (offset < stable or held):
             data = reader.read(offset, READ_BYTES)
             if not data:
                 break  # the store shows no more yet
+            view = memoryview(data)
             for at, header in iter_batches(data):
                 offset = header.next_offset
                 if header.base_offset >= stable and not header.is_control:
                     continue  # past the stable offset: only markers of held transactions matter
-                batch = data[at:at + header.size]
+                batch = view[at:at + header.size]
                 if header.is_control:
                     held_from.pop(header.producer_id, None)
-                    done = _ended(header, batch, held)
-                    if done:
-                        yield [row for row in done if start <= row[0].offset < stable]
+                    for piece in _ended(header, batch, held):
+                        yield piece.between(start, stable)
                 elif header.is_transactional:
                     held_from.setdefault(header.producer_id, header.base_offset)
-                    held.setdefault(header.producer_id, []).extend(_rows(header, batch))
-                else:
-                    yield [row for row in _rows(header, batch) if start <= row[0].offset < stable]
+                    held.setdefault(header.producer_id, []).append(columns(batch, header))
+                elif header.record_count:
+                    yield columns(batch, header).between(start, stable)
                 self.reached = min([min(offset, stable), *held_from.values()])
 
 
-def _rows(header: BatchHeader, batch: bytes) -> Iterator[Row]:
-    kind = 1 if header.is_log_append_time else 0
-    return ((record, kind) for record in decode_records(batch))
-
-
-def _ended(header: BatchHeader, batch: bytes, held: dict[int, list[Row]]) -> list[Row]:
+def _ended(header: BatchHeader, batch: memoryview, held: dict[int, list[Columns]]) -> list[Columns]:
     """A marker: the records of the transaction it commits, none for an abort."""
-    records = held.pop(header.producer_id, [])
+    pieces = held.pop(header.producer_id, [])
     if not header.record_count or control_marker(batch).control_type != ControlType.COMMIT:
         return []
-    return records
+    return pieces
 
 
 class Rows:
@@ -147,26 +142,27 @@ class Rows:
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic, self.partition = topic, partition
-        self._rows: list[Row] = []
+        self._pieces: list[Columns] = []
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._count
 
-    def add(self, rows: list[Row]) -> None:
-        self._rows.extend(rows)
+    def add(self, piece: Columns) -> None:
+        if len(piece):
+            self._pieces.append(piece)
+            self._count += len(piece)
 
     def take(self) -> pa.RecordBatch:
-        rows, self._rows = self._rows, []
-        records = [record for record, _ in rows]
-        count = len(records)
-        columns = [
-            pa.array([r.key for r in records], pa.binary()),
-            pa.array([r.value for r in records], pa.binary()),
+        pieces, self._pieces, count, self._count = self._pieces, [], self._count, 0
+        arrays = [
+            pa.concat_arrays([p.keys for p in pieces]),
+            pa.concat_arrays([p.values for p in pieces]),
             pa.array([self.topic] * count, pa.string()),
-            pa.array([self.partition] * count, pa.int32()),
-            pa.array([r.offset for r in records], pa.int64()),
-            pa.array([r.timestamp for r in records], pa.timestamp("ms", tz="UTC")),
-            pa.array([kind for _, kind in rows], pa.int32()),
-            pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records], pa.list_(HEADER)),
+            pa.array(np.full(count, self.partition, np.int32)),
+            pa.array(np.concatenate([p.offsets for p in pieces])),
+            pa.array(np.concatenate([p.timestamps for p in pieces])).cast(pa.timestamp("ms", tz="UTC")),
+            pa.array(np.concatenate([np.full(len(p), p.kind, np.int32) for p in pieces])),
+            pa.concat_arrays([p.headers for p in pieces]),
         ]
-        return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
+        return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
