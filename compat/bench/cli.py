@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                              "beside one Kafka broker, and failover time under kill -9 (see compat/bench/cluster.py)")
     parser.add_argument("--kills", type=int, default=None, metavar="N",
                         help="with --cluster: kill -9s in cluster-failover (default 10; quick 3)")
+    parser.add_argument("--spark", action="store_true",
+                        help="Spark reads one topic with the stock Kafka source and with format(\"martlet\"), "
+                             "same session, same broker: time and CPU (--produce-mb, default 2000; --rounds)")
     parser.add_argument("--json", metavar="FILE", help="write medians and raw rows here")
     parser.add_argument("--check", metavar="FILE",
                         help="recorded ratios (JSON: \"workload metric\" -> ratio); exit 1 if one "
@@ -59,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"martlet bench: unknown workload(s) {', '.join(unknown)}; choose from {', '.join(known)}"
               if unknown else f"martlet bench: {refused}", file=sys.stderr)
         return 2
+    if options.spark:
+        from .spark_read import main as spark_main
+
+        return spark_main(options.produce_mb or 2000, options.rounds, _progress_printer())
     if options.cluster:
         return _main_cluster(options, names)
     scale = QUICK if options.quick else Scale()
