@@ -1,0 +1,74 @@
+"""Every example in examples/ runs end to end against a Martlet broker, as its README says
+(examples/exactly_once.py is run, and killed, by test_transactions_kill.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from martlet.compat.reference.spark import spark_kafka_jars
+from martlet.connectors.arrow import open_store, span_end
+from martlet.engine.api import stored_topic, stored_topics
+from tests.fixtures.martlet import wait_until
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+RUN_S = 300
+PUBLISHED_S = 15.0
+
+
+def _run(*args: str) -> str:
+    done = subprocess.run([*args], capture_output=True, text=True, timeout=RUN_S, cwd=EXAMPLES.parent)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("script", ["confluent_quickstart.py", "kafka_python_quickstart.py", "aiokafka_quickstart.py"])
+def test_quickstart(martlet: Any, script: str) -> None:
+    out = _run(sys.executable, str(EXAMPLES / "quickstart" / script), "--bootstrap", martlet.bootstrap)
+    assert out.splitlines()[-1] == "read 10 records"
+    assert len([line for line in out.splitlines() if " = hello " in line]) == 10
+
+
+def _fill(martlet: Any, count: int) -> str:
+    topic = f"example-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": martlet.bootstrap})
+    admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": martlet.bootstrap, "acks": "all"})
+    for number in range(count):
+        producer.produce(topic, key=b"k%d" % number, value=b"event %d" % number)
+    assert producer.flush(30) == 0
+    store = open_store(str(martlet.data_dir))
+    assert wait_until(lambda: topic in stored_topics(store)
+                      and span_end(store, stored_topic(store, topic), 0)[1] >= count, PUBLISHED_S, 0.1)
+    return topic
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("source", ["kafka", "martlet"])
+def test_spark_streaming_example(martlet: Any, tmp_path: Path, source: str) -> None:
+    topic = _fill(martlet, 50)
+    args = [sys.executable, str(EXAMPLES / "spark_streaming" / "stream_to_parquet.py"), "--source", source,
+            "--topic", topic, "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "checkpoint"),
+            "--available-now"]
+    args += (["--bootstrap", martlet.bootstrap, "--jars", ",".join(spark_kafka_jars())] if source == "kafka"
+             else ["--store", str(martlet.data_dir)])
+    assert _run(*args).splitlines()[-1] == f"50 records in {tmp_path / 'out'}"
+    # a restart from the checkpoint is tested by test_spark_kafka.py and test_spark_source.py
+
+
+def test_parquet_export_example(martlet: Any, tmp_path: Path) -> None:
+    topic = _fill(martlet, 30)
+    lake = tmp_path / "lake"
+    exported = _run("martlet", "export", topic, "--to", str(lake), "--store", str(martlet.data_dir), "--values", "utf8")
+    assert f"exported 30 records of {topic}" in exported
+    out = _run(sys.executable, str(EXAMPLES / "parquet_export" / "read_export.py"), str(lake), topic)
+    assert out.splitlines()[-1] == f"30 records of {topic}"
