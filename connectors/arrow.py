@@ -30,7 +30,7 @@ from ..records.header import BatchHeader, iter_batches
 from .columns import HEADER, Columns, columns
 
 READ_BYTES = 8 << 20  # one read of the store
-ROWS_PER_BATCH = 65_536  # Arrow record batches are cut at about this many rows
+ROWS_PER_BATCH = 8_192  # Arrow record batches are cut at about this many rows
 SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
                     ("partition", pa.int32()), ("offset", pa.int64()),
                     ("timestamp", pa.timestamp("ms", tz="UTC")), ("timestampType", pa.int32()),
