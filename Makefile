@@ -11,8 +11,11 @@ ANY_MAX = --max gateway=36 --max engine=12
 install:
 	$(PIP) -e .
 
+# PyFlink pins py4j, pyarrow and pandas the test extra cannot share: it gets a virtualenv of its
+# own under .cache/ (made once, reused), with Flink's Kafka connector jar from Maven Central.
 install-test:
 	$(PIP) -e '.[test]'
+	$(PYTHON) -m martlet.compat.reference.flink
 
 # mypy also reads the client libraries that compat drives, so the test extra comes along.
 install-lint:
