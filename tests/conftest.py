@@ -2,6 +2,7 @@
 
 pytest_plugins = [
     "tests.fixtures.cluster",
+    "tests.fixtures.flink",
     "tests.fixtures.hdfs",
     "tests.fixtures.kafka_reference",
     "tests.fixtures.martlet",
