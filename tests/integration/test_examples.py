@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from martlet.compat.reference.spark import spark_kafka_jars
@@ -63,6 +63,35 @@ def test_spark_streaming_example(martlet: Any, tmp_path: Path, source: str) -> N
              else ["--store", str(martlet.data_dir)])
     assert _run(*args).splitlines()[-1] == f"50 records in {tmp_path / 'out'}"
     # a restart from the checkpoint is tested by test_spark_kafka.py and test_spark_source.py
+
+
+@pytest.mark.flink
+def test_flink_exactly_once_example(martlet: Any, flink: Any, tmp_path: Path) -> None:
+    source = _fill(martlet, 40)
+    output = f"{source}-shouted"
+    admin = AdminClient({"bootstrap.servers": martlet.bootstrap})
+    admin.create_topics([NewTopic(output, 1)])[output].result(30)
+    done = subprocess.run([flink.python, str(EXAMPLES / "flink_exactly_once" / "uppercase_job.py"), "--jar", flink.jar,
+                           "--bootstrap", martlet.bootstrap, "--input", source, "--output", output, "--checkpoints",
+                           str(tmp_path / "checkpoints"), "--bounded"], capture_output=True, text=True,
+                          timeout=RUN_S, env=flink.env(tmp_path / "logs"))
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "done", done.stderr[-3000:] + flink.log_tail()
+    consumer = Consumer({"bootstrap.servers": martlet.bootstrap, "group.id": f"check-{output}",
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    consumer.subscribe([output])
+    got: list[bytes] = []
+    try:
+        wait_until(lambda: _poll(consumer, got) >= 40, 30)
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(b"EVENT %d" % number for number in range(40))
+
+
+def _poll(consumer: Consumer, got: list[bytes]) -> int:
+    message = consumer.poll(1)
+    if message is not None and message.error() is None:
+        got.append(message.value())
+    return len(got)
 
 
 def test_parquet_export_example(martlet: Any, tmp_path: Path) -> None:
