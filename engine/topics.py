@@ -98,6 +98,7 @@ class Topics:
         self._admin = Workers(1, "martlet-admin")
         self._loaders = Workers(LOADERS, "martlet-load")  # partitions a cluster moves here
         self.shared: SharedCatalog | None = None  # set in a cluster: changes then take its lock
+        self._node_change = asyncio.Lock()  # one change at a time here: the cluster's lock is one object per node
 
     # -- lookups (event loop, memory only)
 
@@ -215,14 +216,25 @@ class Topics:
         if self.shared is None:
             yield
             return
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, self.shared.lock_topics, TOPIC_LOCK_S)
-        try:
-            await self.refresh()
-            yield
-            await loop.run_in_executor(None, self.shared.topics_changed)
-        finally:
-            await loop.run_in_executor(None, self.shared.unlock_topics)
+        shared, loop = self.shared, asyncio.get_running_loop()
+        async with self._node_change:
+            # Changes sent to one node at once (clients send CreateTopics to the controller)
+            # would otherwise use the node's one ZooKeeper lock from several threads at once,
+            # which leaves a lock node behind that nobody releases: every later change then
+            # times out. A change cancelled while it waits for the lock releases it once taken.
+            taking = loop.run_in_executor(None, shared.lock_topics, TOPIC_LOCK_S)
+            try:
+                await asyncio.shield(taking)
+            except asyncio.CancelledError:
+                taking.add_done_callback(lambda done: None if done.cancelled() or done.exception() is not None
+                                         else loop.run_in_executor(None, shared.unlock_topics))
+                raise
+            try:
+                await self.refresh()
+                yield
+                await loop.run_in_executor(None, shared.topics_changed)
+            finally:
+                await loop.run_in_executor(None, shared.unlock_topics)
 
     async def refresh(self) -> CatalogChanges:
         """Pick up topic changes another process made on the store: serve the partitions of

@@ -4,6 +4,8 @@ the engine names the node coordinating a group."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 import pytest
 
@@ -54,3 +56,38 @@ def test_the_coordinator_of_a_group_is_the_owner_of_its_shard() -> None:
     assert engine.groups.shard_of("a") == 97 % engine.settings.offsets_shards
     assert engine.coordinator_of("a") == engine.cluster.local()
     asyncio.run(engine.close())
+
+
+class OneHolderLock:
+    """A cluster lock that, like one node's ZooKeeper lock object, must not be taken by two
+    threads of the node at once; it records whether that happened."""
+
+    def __init__(self) -> None:
+        self.holders, self.most, self.taken = 0, 0, 0
+        self.guard = threading.Lock()
+
+    def lock_topics(self, timeout_s: float) -> None:
+        with self.guard:
+            self.holders += 1
+            self.most, self.taken = max(self.most, self.holders), self.taken + 1
+        time.sleep(0.02)  # holding it a while, so that concurrent takers would overlap
+
+    def unlock_topics(self) -> None:
+        with self.guard:
+            self.holders -= 1
+
+    def topics_changed(self) -> None:
+        pass
+
+
+def test_concurrent_topic_changes_on_one_node_take_the_cluster_lock_one_at_a_time() -> None:
+    engine = open_engine(MemoryStore())
+    lock = OneHolderLock()
+    engine.topics.shared = lock
+
+    async def scenario() -> None:
+        await asyncio.gather(*(engine.topics.create(f"t{index}", 1, {}) for index in range(5)))
+        await engine.close()
+
+    asyncio.run(scenario())
+    assert (lock.taken, lock.most, lock.holders) == (5, 1, 0)
