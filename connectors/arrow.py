@@ -37,12 +37,12 @@ SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.s
                     ("headers", pa.list_(HEADER))])
 
 
-def open_store(url: str) -> Store:
-    """A store to read from: `hdfs://host:port/root` (read-only: it never takes a lease), or
-    the folder a broker keeps its data in (its --data-dir)."""
+def open_store(url: str, read_only: bool = True) -> Store:
+    """A store by URL: `hdfs://host:port/root` (read-only by default: it never takes a
+    lease), or a folder (a broker's --data-dir, or where an export writes)."""
     if url.startswith("hdfs://"):
         address, _, root = url[len("hdfs://"):].partition("/")
-        return hdfs_store(f"hdfs://{address}", "/" + root, read_only=True)
+        return hdfs_store(f"hdfs://{address}", "/" + root, read_only=read_only)
     if "://" in url:
         raise ValueError(f"unknown store {url!r}: give hdfs://host:port/path or a folder")
     return LocalStore(url)

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..engine.api import LocalStore, Store, Topic, errors, hdfs_store, stored_topic
+from ..engine.api import Store, Topic, errors, stored_topic
 from .arrow import SCHEMA, Committed, Span, arrow_batches, open_store, span_end
 
 STATE_FILE = "_export.json"
@@ -84,12 +84,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def open_target(url: str) -> Store:
     """Where exported files go: `hdfs://host:port/path` or a folder."""
-    if url.startswith("hdfs://"):
-        address, _, root = url[len("hdfs://"):].partition("/")
-        return hdfs_store(f"hdfs://{address}", "/" + root)
-    if "://" in url:
-        raise ValueError(f"unknown destination {url!r}: give hdfs://host:port/path or a folder")
-    return LocalStore(url)
+    return open_store(url, read_only=False)
 
 
 def export(source: Store, name: str, target: Store, keys: str = "bytes", values: str = "bytes",

@@ -33,7 +33,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 
 from ...engine.api import Store, Topic, partition_reader, stored_topic
-from ..arrow import Committed, Span, arrow_batches, open_store
+from ..arrow import Committed, Span, arrow_batches, open_store, span_end
 
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int, headers array<struct<key:string,value:binary>>")
@@ -86,7 +86,7 @@ class Options:
 
     def offsets(self, spec: str, store: Store, topic: Topic) -> Offsets:
         """Per-partition offsets from `earliest`, `latest` or Spark's Kafka JSON."""
-        bounds = {p: _bounds(store, topic, p) for p in range(topic.partition_count)}
+        bounds = {p: span_end(store, topic, p) for p in range(topic.partition_count)}
         if spec in ("earliest", "latest"):
             return {str(p): bound[0 if spec == "earliest" else 1] for p, bound in bounds.items()}
         try:
@@ -98,11 +98,6 @@ class Options:
             wanted = int(given.get(str(p), EARLIEST))
             found[str(p)] = first if wanted == EARLIEST else stable if wanted == LATEST else wanted
         return found
-
-
-def _bounds(store: Store, topic: Topic, partition: int) -> tuple[int, int]:
-    reader = partition_reader(store, topic, partition)
-    return reader.start_offset, reader.last_stable
 
 
 def splits(store: Store, topic: Topic, start: Offsets, end: Offsets) -> list[Split]:
@@ -156,7 +151,7 @@ class StreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start: Offsets | None = None, limit: Any = None) -> Offsets:  # noqa: N802
         store, topic = self.options.open()
-        return {str(p): _bounds(store, topic, p)[1] for p in range(topic.partition_count)}
+        return {str(p): span_end(store, topic, p)[1] for p in range(topic.partition_count)}
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
         store, topic = self.options.open()

@@ -5,24 +5,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from martlet.compat.reference.spark import spark_kafka_jars
-from martlet.connectors.arrow import open_store, span_end
-from martlet.engine.api import stored_topic, stored_topics
 from tests.fixtures.martlet import wait_until
+from tests.integration.store_readers import new_topic, produce, published
 
 pytestmark = pytest.mark.integration
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RUN_S = 300
-PUBLISHED_S = 15.0
 
 
 def _run(*args: str) -> str:
@@ -39,16 +36,9 @@ def test_quickstart(martlet: Any, script: str) -> None:
 
 
 def _fill(martlet: Any, count: int) -> str:
-    topic = f"example-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": martlet.bootstrap})
-    admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-    producer = Producer({"bootstrap.servers": martlet.bootstrap, "acks": "all"})
-    for number in range(count):
-        producer.produce(topic, key=b"k%d" % number, value=b"event %d" % number)
-    assert producer.flush(30) == 0
-    store = open_store(str(martlet.data_dir))
-    assert wait_until(lambda: topic in stored_topics(store)
-                      and span_end(store, stored_topic(store, topic), 0)[1] >= count, PUBLISHED_S, 0.1)
+    topic = new_topic(martlet.bootstrap, 1, prefix="example")
+    produce(martlet.bootstrap, topic, [{"key": b"k%d" % n, "value": b"event %d" % n} for n in range(count)])
+    published(martlet.data_dir, topic, {0: count})
     return topic
 
 

@@ -15,52 +15,20 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from martlet.connectors.arrow import SCHEMA, open_store, read_topic, span_end
 from martlet.connectors.export import export, open_target
 from martlet.engine.api import LocalStore, stored_topic
 from tests.fixtures.martlet import wait_until
+from tests.integration.store_readers import PUBLISHED_S, new_topic, produce, published
 
 pytestmark = pytest.mark.integration
 
-PUBLISHED_S = 15.0  # the broker publishes C and the LSO every second (checkpoint_publish_ms)
 HOUR_MS = 3_600_000
 T0 = 1_795_824_000_000  # 2026-11-28 00:00 UTC
 
 
-def _topic(bootstrap: str, partitions: int) -> str:
-    name = f"export-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-    return name
 
-
-def _produce(bootstrap: str, topic: str, records: list[dict[str, Any]], transactional: str | None = None,
-             commit: bool = True) -> None:
-    config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5}
-    if transactional:
-        config["transactional.id"] = transactional
-    producer = Producer(config)
-    if transactional:
-        producer.init_transactions(30)
-        producer.begin_transaction()
-    for record in records:
-        producer.produce(topic, **record)
-    producer.flush(30)
-    if transactional:
-        (producer.commit_transaction if commit else producer.abort_transaction)(30)
-
-
-def _published(data_dir: Path, topic: str, ends: dict[int, int]) -> None:
-    """Wait until the broker published an LSO of at least `ends[p]` for each partition."""
-    store = LocalStore(str(data_dir))
-
-    def caught_up() -> bool:
-        found = stored_topic(store, topic)
-        return all(span_end(store, found, p)[1] >= end for p, end in ends.items())
-    assert wait_until(caught_up, PUBLISHED_S, 0.1)
 
 
 def read_parquet_tree(store: Any, topic: str) -> pa.Table:
@@ -75,15 +43,15 @@ def read_parquet_tree(store: Any, topic: str) -> pa.Table:
 
 
 def test_read_topic_gives_committed_records_with_sparks_columns(martlet: Any) -> None:
-    topic = _topic(martlet.bootstrap, 2)
+    topic = new_topic(martlet.bootstrap, 2)
     plain = [{"partition": i % 2, "key": b"k%d" % i, "value": b"v%d" % i, "timestamp": T0 + i,
               "headers": [("h", b"x%d" % i)] if i % 3 == 0 else None} for i in range(10)]
-    _produce(martlet.bootstrap, topic, plain)
-    _produce(martlet.bootstrap, topic, [{"partition": 0, "key": b"gone", "value": b"aborted"}],
+    produce(martlet.bootstrap, topic, plain)
+    produce(martlet.bootstrap, topic, [{"partition": 0, "key": b"gone", "value": b"aborted"}],
              transactional=f"tx-{topic}", commit=False)
-    _produce(martlet.bootstrap, topic, [{"partition": 0, "key": b"kept", "value": b"committed", "timestamp": T0}],
+    produce(martlet.bootstrap, topic, [{"partition": 0, "key": b"kept", "value": b"committed", "timestamp": T0}],
              transactional=f"tx-{topic}")
-    _published(martlet.data_dir, topic, {0: 9, 1: 5})  # partition 0: 5 records, aborted, marker, committed, marker
+    published(martlet.data_dir, topic, {0: 9, 1: 5})  # partition 0: 5 records, aborted, marker, committed, marker
     table = read_topic(str(martlet.data_dir), topic)
     assert table.schema == SCHEMA
     rows = table.to_pylist()
@@ -100,11 +68,11 @@ def test_read_topic_gives_committed_records_with_sparks_columns(martlet: Any) ->
 
 def test_export_writes_each_record_once_by_partition_and_hour_and_goes_on_where_it_stopped(
         martlet: Any, tmp_path: Path) -> None:
-    topic = _topic(martlet.bootstrap, 2)
+    topic = new_topic(martlet.bootstrap, 2)
     first = [{"partition": i % 2, "key": b"k%d" % i, "value": json.dumps({"n": i}).encode(),
               "timestamp": T0 + (i % 4) * HOUR_MS // 2} for i in range(40)]
-    _produce(martlet.bootstrap, topic, first)
-    _published(martlet.data_dir, topic, {0: 20, 1: 20})
+    produce(martlet.bootstrap, topic, first)
+    published(martlet.data_dir, topic, {0: 20, 1: 20})
     source, target = open_store(str(martlet.data_dir)), LocalStore(str(tmp_path / "out"))
     assert export(source, topic, target, values="json") == {0: 20, 1: 20}
     hours = sorted(p.name for p in (tmp_path / "out" / topic / "partition=0").iterdir())
@@ -113,8 +81,8 @@ def test_export_writes_each_record_once_by_partition_and_hour_and_goes_on_where_
 
     second = [{"partition": 0, "key": b"later%d" % i, "value": json.dumps({"n": 100 + i}).encode(),
                "timestamp": T0} for i in range(5)]
-    _produce(martlet.bootstrap, topic, second)
-    _published(martlet.data_dir, topic, {0: 25})
+    produce(martlet.bootstrap, topic, second)
+    published(martlet.data_dir, topic, {0: 25})
     dead = tmp_path / "out" / topic / "partition=0" / "hour=2026-11-28-00" / "part-20-24.parquet"
     dead.write_bytes(b"a run that died before it saved its state")  # past the saved offset: redone
     assert export(source, topic, target, values="json") == {0: 5, 1: 0}
@@ -125,9 +93,9 @@ def test_export_writes_each_record_once_by_partition_and_hour_and_goes_on_where_
 
 
 def test_the_export_command(martlet: Any, tmp_path: Path) -> None:
-    topic = _topic(martlet.bootstrap, 1)
-    _produce(martlet.bootstrap, topic, [{"key": b"k", "value": "välue %d".encode() % i} for i in range(3)])
-    _published(martlet.data_dir, topic, {0: 3})
+    topic = new_topic(martlet.bootstrap, 1)
+    produce(martlet.bootstrap, topic, [{"key": b"k", "value": "välue %d".encode() % i} for i in range(3)])
+    published(martlet.data_dir, topic, {0: 3})
     out = tmp_path / "out"
     done = subprocess.run(["martlet", "export", topic, "--to", str(out), "--store", str(martlet.data_dir),
                            "--values", "utf8"], capture_output=True, text=True, timeout=120)
@@ -135,8 +103,8 @@ def test_the_export_command(martlet: Any, tmp_path: Path) -> None:
     assert f"exported 3 records of {topic}" in done.stdout
     table = ds.dataset(str(out / topic), format="parquet", partitioning="hive").to_table()
     assert sorted(table["value"].to_pylist()) == ["välue 0", "välue 1", "välue 2"]
-    _produce(martlet.bootstrap, topic, [{"value": b"not json"}])
-    _published(martlet.data_dir, topic, {0: 4})
+    produce(martlet.bootstrap, topic, [{"value": b"not json"}])
+    published(martlet.data_dir, topic, {0: 4})
     refused = subprocess.run(["martlet", "export", topic, "--to", str(out), "--store", str(martlet.data_dir),
                               "--values", "json"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 1
@@ -153,8 +121,8 @@ def test_export_from_hdfs_to_hdfs_goes_as_far_as_the_store_shows(martlet_process
     its files, goes on from there; nothing is written twice."""
     root = f"{reference_hdfs.url}/export-{uuid.uuid4().hex[:8]}"
     broker = martlet_process(extra_args=["--store", f"{root}/data"])
-    topic = _topic(broker.bootstrap, 1)
-    _produce(broker.bootstrap, topic, [{"key": b"k%d" % i, "value": b"v%d" % i} for i in range(30)])
+    topic = new_topic(broker.bootstrap, 1)
+    produce(broker.bootstrap, topic, [{"key": b"k%d" % i, "value": b"v%d" % i} for i in range(30)])
     source = open_store(f"{root}/data")
     assert wait_until(lambda: span_end(source, stored_topic(source, topic), 0)[1] >= 30, PUBLISHED_S, 0.1)
     target = open_target(f"{root}/out")
