@@ -2,7 +2,7 @@
 
 from setuptools import find_packages, setup
 
-FOLDERS = ("gateway", "engine", "compat", "connectors", "records")
+FOLDERS = ("gateway", "engine", "compat", "connectors", "records", "tools")
 
 packages = []
 package_dir = {}

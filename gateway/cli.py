@@ -12,6 +12,17 @@ from ..engine.api import Store, errors
 from .config import ConfigError, load, with_listen, with_store
 
 
+# The operator's commands (tools/): each speaks the Kafka protocol to --bootstrap.
+TOOLS = {
+    "topic": "create, list, describe, alter, delete topics and add partitions",
+    "group": "list, describe, reset the offsets of and delete consumer groups",
+    "produce": "records from standard input or a file to a topic (one per line)",
+    "consume": "records of a topic to standard output",
+    "status": "the brokers, topics, partitions, memory and store health",
+    "completion": "a shell completion script (bash or zsh)",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["compat"]:
@@ -30,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         from ..compat.cluster_cli import main as cluster_main
 
         return cluster_main(argv[1:])
+    if argv[:1] and argv[0] in TOOLS:
+        import importlib
+
+        tool = importlib.import_module(f"martlet.tools.{argv[0]}")
+        return int(tool.main(argv[1:]))
     args = _parser().parse_args(argv)
     if args.command == "config":
         from .config_keys import defaults_toml
@@ -64,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("bench", help="Martlet and Apache Kafka side by side (see: martlet bench -h)")
     commands.add_parser("export", help="a topic's records to Parquet files (see: martlet export -h)")
     commands.add_parser("cluster", help="a cluster on this machine: up, status, down (see: martlet cluster -h)")
+    for name, summary in TOOLS.items():
+        commands.add_parser(name, help=f"{summary} (see: martlet {name} -h)")
     return parser
 
 
