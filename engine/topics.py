@@ -152,9 +152,13 @@ class Topics:
         """At start-up, before anything is served: load the catalog and open every partition."""
         self._catalog.load()
         self.rebase_defaults()  # nothing is open yet: only the catalog changes
+        topics, opened = 0, 0
         for topic in self._catalog:
+            topics += 1
             for tp, partition in self._open_partitions(topic, range(topic.partition_count)):
                 self._partitions.add(tp, partition)
+                opened += 1
+        logger.info("opened %d partitions of %d topics", opened, topics)
 
     def check_new(self, name: str, count: int, overrides: Overrides) -> None:
         """CreateTopics with validate_only: the checks a creation makes, and nothing else."""
@@ -172,6 +176,7 @@ class Topics:
             topic, opened = await self._off_loop(self._create_now, name, count, config, frozenset(overrides),
                                                  replication_factor)
         self._serve(opened)
+        logger.info("topic %s created: %d partitions, resource name %s", name, count, topic.resource)
         return topic
 
     async def delete(self, name: str) -> Topic:
@@ -181,7 +186,9 @@ class Topics:
             closing = [self._partitions.remove(tp) for tp in keys if self._partitions.get_open(tp) is not None]
             for partition in closing:
                 partition.close()
-            return await self._off_loop(self._delete_now, name, closing)
+            deleted = await self._off_loop(self._delete_now, name, closing)
+        logger.info("topic %s deleted (%d partitions)", name, deleted.partition_count)
+        return deleted
 
     async def grow(self, name: str, count: int, validate_only: bool = False) -> Topic:
         async with self._changing():
@@ -194,8 +201,10 @@ class Topics:
                 f"topic {name!r} has {topic.partition_count} partitions; it cannot go to {count}")
         if validate_only:
             return topic
-        topic, opened = await self._off_loop(self._grow_now, name, topic.partition_count, count)
+        old = topic.partition_count
+        topic, opened = await self._off_loop(self._grow_now, name, old, count)
         self._serve(opened)
+        logger.info("topic %s grew from %d to %d partitions (topic version %d)", name, old, count, topic.version)
         return topic
 
     async def reconfigure(self, name: str, overrides: Overrides, validate_only: bool = False) -> Topic:
@@ -292,6 +301,7 @@ class Topics:
         persisted = await self._partitions.persist_now(partition, drain_s)
         partition.close()
         await self._off_loop(partition.close_log)
+        logger.info("%s/%d unloaded%s", tp.topic, tp.partition, "" if persisted else " with unpersisted data dropped")
         return persisted
 
     def _apply_config(self, topic: Topic) -> None:

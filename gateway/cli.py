@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from dataclasses import replace
 
 from ..engine.api import Store, errors
 from .config import ConfigError, load, with_listen, with_store
-
+from .logs import FORMATS, LEVELS
+from .logs import configure as configure_logs
 
 # The operator's commands (tools/): each speaks the Kafka protocol to --bootstrap.
 TOOLS = {
@@ -69,12 +69,14 @@ def _parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                            help="join the cluster coordinated there (default: the embedded single node)")
     serve_cmd.add_argument("--config", metavar="FILE", help="TOML config file")
+    _log_args(serve_cmd)
     admin_cmd = commands.add_parser("admin", help="run a cluster admin: places partitions on brokers (one leads)")
     admin_cmd.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", required=True)
     admin_cmd.add_argument("--store", metavar="URL", required=True,
                            help="the cluster's store: hdfs://HOST:PORT/PATH, or a local folder shared by its brokers")
     admin_cmd.add_argument("--session-ms", type=int, default=3000,
                            help="ZooKeeper session timeout: a standby leads this long after the leader dies (3000)")
+    _log_args(admin_cmd)
     commands.add_parser("config", help="print every config file key with its default")
     commands.add_parser("compat", help="compatibility suite and reference services (see: martlet compat -h)")
     commands.add_parser("bench", help="Martlet and Apache Kafka side by side (see: martlet bench -h)")
@@ -85,10 +87,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_args(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--log-format", choices=FORMATS, default="text",
+                         help="log lines on standard error: text (default) or json, one object per line")
+    command.add_argument("--log-level", choices=LEVELS, default="info", help="the least important lines logged (info)")
+
+
 def serve(args: argparse.Namespace) -> int:
     from .app import Broker, run_until_signalled
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logs(args.log_format, args.log_level)
     try:
         config = load(args.config)
         if args.listen:
@@ -115,7 +123,7 @@ def run_admin(args: argparse.Namespace) -> int:
 
     from ..engine.api import admin
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logs(args.log_format, args.log_level)
     try:
         store = _admin_store(args.store)
         process = admin(args.zookeeper, store, args.session_ms)
