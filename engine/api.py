@@ -48,6 +48,11 @@ if TYPE_CHECKING:
     from .admin.leader import Admin
     from .coordination.member import ZooKeeperCluster
 
+def memory_use(engine: Engine) -> tuple[int, int]:
+    """(bytes of the memory pool in use, its budget): unpersisted tails, persisted tails, cached blocks."""
+    return engine.pool.used_bytes, engine.pool.budget_bytes
+
+
 def store_location(store: Store) -> str:
     """Where the store keeps its files ("hdfs://host:port/root", a directory): Kafka's log dir."""
     return location(store)
@@ -84,5 +89,5 @@ __all__ = [
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
     "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "RemoteMarkers", "Transactions", "TxnAnswer", "TxnError",
     "TxnMetadata", "TxnState", "admin", "cluster_member", "errors",
-    "hdfs_store", "partition_reader", "store_location", "stored_topic", "stored_topics",
+    "hdfs_store", "memory_use", "partition_reader", "store_location", "stored_topic", "stored_topics",
 ]

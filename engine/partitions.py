@@ -48,6 +48,7 @@ class PartitionInfo:
     end_offset: int  # the next offset to assign
     high_watermark: int  # consumers read below it: C, or end_offset on a topic with visibility "memory"
     last_stable: int  # read-committed consumers read below it: the first offset of an undecided transaction, or the high watermark
+    unpersisted_bytes: int = 0  # taken in, not yet on the store (memory only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +85,11 @@ class Partitions:
 
     def info(self, tp: TopicPartition) -> PartitionInfo:
         partition = self._get(tp)
-        return PartitionInfo(partition.session, partition.start_offset, partition.checkpoint,
-                             partition.end_offset, partition.high_watermark, partition.last_stable)
+        return _info(partition)
+
+    def infos(self) -> dict[TopicPartition, PartitionInfo]:
+        """A snapshot of every partition served here (the HTTP API and metrics; event loop)."""
+        return {TopicPartition(*key): _info(partition) for key, partition in list(self._open.items())}
 
     def session_if_open(self, topic: str, index: int) -> int | None:
         """S of a partition this node has open, else None (Metadata: held elsewhere or not
@@ -323,3 +327,8 @@ class Partitions:
             if not future.done():
                 future.set_result(None)
 
+
+
+def _info(partition: Partition) -> PartitionInfo:
+    return PartitionInfo(partition.session, partition.start_offset, partition.checkpoint, partition.end_offset,
+                         partition.high_watermark, partition.last_stable, partition.tail.unpersisted_bytes)

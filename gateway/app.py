@@ -1,16 +1,20 @@
-"""Wires a running broker together: store, engine, handlers, server."""
+"""Wires a running broker together: store, engine, handlers, server, and the HTTP port."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
+import sys
 from dataclasses import replace
 
 from ..engine.api import Engine, EngineSettings, LocalStore, Store, cluster_member, hdfs_store
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
+from .http.server import HttpServer
+from .http.service import start_http
+from .http.state import HttpState
 from .peers import send_markers
 from .registry import apis
 from .server import Server
@@ -35,6 +39,8 @@ class Broker:
         self.engine = Engine(self.store, config.engine, cluster=self.member)
         self.server: Server | None = None
         self.address: tuple[str, int] | None = None
+        self.http_server: HttpServer | None = None
+        self.http: HttpState | None = None  # `http.http` is the bound "host:port" once served
 
     async def start(self) -> tuple[str, int]:
         if self.member is not None:
@@ -55,11 +61,22 @@ class Broker:
         identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)
         ctx.node_id = identity.node_id
         self.engine.topics.rebase_defaults()  # this node's own dynamic configs, now that it knows its id
+        await self._start_http(ctx)
         return self.address
+
+    async def _start_http(self, ctx: Context) -> None:
+        assert self.server is not None and self.address is not None
+        server = self.server
+        kind = "local" if self.config.store is None else "hdfs"
+        self.http = HttpState(ctx, self.engine, f"{self.address[0]}:{self.address[1]}", kind,
+                              lambda: server.connection_count)
+        self.http_server = await start_http(self.http, self.config.http_listen)
 
     async def stop(self) -> None:
         if self.member is not None:
             await self._hand_over()
+        if self.http_server is not None:
+            await self.http_server.stop()
         if self.server:
             await self.server.stop()
         await self.engine.close()
@@ -102,8 +119,18 @@ async def run_until_signalled(broker: Broker, ready: asyncio.Event | None = None
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    host, port = await broker.start()
-    print(f"martlet listening on {host}:{port}", flush=True)
+    try:
+        host, port = await broker.start()
+    except OSError as error:  # an address in use: a clear line and exit 2, as for a bad flag
+        try:
+            await broker.stop()
+        except Exception:
+            logger.exception("stopping after a failed start")
+        print(f"martlet: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    print(f"martlet listening on {host}:{port}", flush=True)  # tools and tests parse this first line
+    if broker.http is not None and broker.http.http is not None:
+        print(f"martlet http on {broker.http.http}", flush=True)
     await stop.wait()
     logger.info("stopping: closing connections and flushing partitions")
     await broker.stop()

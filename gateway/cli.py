@@ -8,7 +8,7 @@ import sys
 from dataclasses import replace
 
 from ..engine.api import Store, errors
-from .config import ConfigError, load, with_listen, with_store
+from .config import ConfigError, load, with_http, with_listen, with_store
 from .logs import FORMATS, LEVELS
 from .logs import configure as configure_logs
 
@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                            help="keep the data on HDFS: hdfs://HOST:PORT/PATH (default: local, in --data-dir)")
     serve_cmd.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                            help="join the cluster coordinated there (default: the embedded single node)")
+    serve_cmd.add_argument("--http", metavar="HOST:PORT",
+                           help='the HTTP port: API, /metrics, web console (127.0.0.1:9644; "off": none)')
     serve_cmd.add_argument("--config", metavar="FILE", help="TOML config file")
     _log_args(serve_cmd)
     admin_cmd = commands.add_parser("admin", help="run a cluster admin: places partitions on brokers (one leads)")
@@ -109,6 +111,8 @@ def serve(args: argparse.Namespace) -> int:
             config = with_store(config, args.store)
         if args.zookeeper:
             config = replace(config, zookeeper=args.zookeeper)
+        if args.http is not None:
+            config = with_http(config, args.http)
         broker = Broker(config)
     except (ConfigError, errors.DataDirLocked, OSError) as error:
         print(f"martlet: {error}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """`martlet serve` settings: defaults, then the TOML config file, then command-line flags.
 
-The config file has four sections, [gateway], [engine], [groups] and [topic_defaults]; every
-key is optional. gateway/config_keys.py lists each key with its default and meaning, and
+The config file has five sections, [gateway], [http], [engine], [groups] and [topic_defaults];
+every key is optional. gateway/config_keys.py lists each key with its default and meaning, and
 `martlet config` prints them as a file.
 """
 
@@ -14,6 +14,9 @@ from typing import Any
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
 from .settings import GatewaySettings
+
+HTTP_DEFAULT = "127.0.0.1:9644"
+HTTP_OFF = ("", "off")
 
 
 class ConfigError(Exception):
@@ -29,6 +32,9 @@ class ServeConfig:
     store: str | None = None  # "hdfs://HOST:PORT/ROOT"; None keeps the data in data_dir
     zookeeper: str | None = None  # "HOST:PORT[/chroot]": join that cluster; None: the embedded single node
     zookeeper_session_ms: int = 4000  # a broker silent this long is dead and its partitions move
+    # The HTTP port (API, metrics, console); "" turns it off. Any address but the default must
+    # be bound; the default, when taken, only gives a warning (another broker on this machine).
+    http_listen: str = HTTP_DEFAULT
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -50,13 +56,14 @@ def load(path: str | None) -> ServeConfig:
 
 
 def from_document(doc: dict[str, Any]) -> ServeConfig:
-    unknown = set(doc) - {"gateway", "engine", "groups", "topic_defaults"}
+    unknown = set(doc) - {"gateway", "http", "engine", "groups", "topic_defaults"}
     if unknown:
         raise ConfigError(f"unknown config sections: {', '.join(sorted(unknown))}")
     config = ServeConfig()
     gateway = dict(doc.get("gateway", {}))
     config = _apply_locations(config, gateway)
     gateway_settings = _fill(config.gateway, gateway, "gateway")
+    config = _apply_http(config, dict(doc.get("http", {})))
     try:
         topic_section = dict(doc.get("topic_defaults", {}))
         if "kept" in topic_section:  # the gateway's store for Kafka configs without effect, not a key
@@ -83,6 +90,25 @@ def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfi
     if "zookeeper_session_ms" in gateway:
         config = replace(config, zookeeper_session_ms=int(gateway.pop("zookeeper_session_ms")))
     return config
+
+
+def _apply_http(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
+    unknown = set(section) - {"listen"}
+    if unknown:
+        raise ConfigError(f"[http]: unknown key {sorted(unknown)[0]!r}")
+    if "listen" not in section:
+        return config
+    listen = section["listen"]
+    if not isinstance(listen, str):
+        raise ConfigError(f"[http] listen: expected str, got {listen!r}")
+    return with_http(config, listen)
+
+
+def with_http(config: ServeConfig, text: str) -> ServeConfig:
+    """The HTTP port at `text` ("HOST:PORT", or "" / "off" for none)."""
+    if text not in HTTP_OFF:
+        parse_address(text)
+    return replace(config, http_listen="" if text in HTTP_OFF else text)
 
 
 def with_store(config: ServeConfig, url: str) -> ServeConfig:

@@ -11,6 +11,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig
+from .config import ServeConfig
 from .settings import GatewaySettings
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ ENGINE_NOTES = {
     "hdfs_writers_max": "HDFS files open for writing at most (DataNode pipelines); beyond it the least recently written close",
     "hdfs_writer_idle_ms": "an HDFS file not written for this long is closed; its next write reopens it",
 }
+HTTP_NOTES = {
+    "listen": 'JSON API, /metrics, web console ("": none); this default only warns when taken, another address must bind',
+}
 GROUPS_NOTES = {
     "session_timeout_ms_min": "Kafka's group.min.session.timeout.ms",
     "session_timeout_ms_max": "Kafka's group.max.session.timeout.ms",
@@ -82,8 +86,10 @@ def defaults_toml() -> str:
         "listen": f"{gateway.listen_host}:{gateway.listen_port}", "advertised": Unset("HOST:PORT"),
         "data_dir": "./martlet-data", "store": Unset("hdfs://HOST:PORT/PATH"),
         "zookeeper": Unset("127.0.0.1:2181/martlet"), "zookeeper_session_ms": 4000}
+    http_values: dict[str, object] = {"listen": ServeConfig().http_listen}
     sections = [
         ("gateway", _values(gateway) | gateway_values, GATEWAY_NOTES),
+        ("http", http_values, HTTP_NOTES),
         ("engine", _values(EngineSettings()), ENGINE_NOTES),
         ("groups", _values(GroupLimits()), GROUPS_NOTES),
         ("topic_defaults", _values(TopicConfig()), TOPIC_NOTES),

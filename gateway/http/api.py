@@ -1,0 +1,130 @@
+"""The JSON endpoints of /api/v1 (ARCHITECTURE.md, "HTTP API and metrics", is the contract the
+CLI and the web console read): status and topics. Each answer is built on the event loop from
+the engine's memory; nothing here waits for the store except creating and deleting topics."""
+
+from __future__ import annotations
+
+import time
+
+from ...engine.api import PartitionInfo, Topic, TopicPartition, memory_use, store_location
+from ..handlers.configs import describe_topic_configs
+from ..internal_topics import INTERNAL_CONFIGS, internal_topic_id
+from .parser import Request
+from .response import HttpError, Json, Response, json_response
+from .routes import Router
+from .state import HttpState
+
+TOPIC_PATH = r"/api/v1/topics/([^/]+)"
+
+
+def add_routes(router: Router, state: HttpState) -> None:
+    async def status(_request: Request, _args: tuple[str, ...]) -> Response:
+        return json_response(status_doc(state))
+
+    async def topics(_request: Request, _args: tuple[str, ...]) -> Response:
+        return json_response({"topics": topic_rows(state)})
+
+    async def topic(_request: Request, args: tuple[str, ...]) -> Response:
+        return json_response(topic_doc(state, args[0]))
+
+    router.add("GET", "/api/v1/status", status)
+    router.add("GET", "/api/v1/topics", topics)
+    router.add("GET", TOPIC_PATH, topic)
+
+
+# -- status
+
+def status_doc(state: HttpState) -> Json:
+    ctx = state.ctx
+    infos = ctx.partitions.infos()
+    used, budget = memory_use(state.engine)
+    return {
+        "version": state.version, "cluster_id": ctx.cluster_id, "node_id": ctx.node_id, "kafka": state.kafka,
+        "brokers": broker_rows(state), "topics": sum(1 for _ in ctx.topics),
+        "partitions": sum(topic.partition_count for topic in ctx.topics),
+        "groups": len(ctx.groups.listing()), "connections": state.connections(),
+        "uptime_s": round(time.monotonic() - state.started_s, 3),
+        "memory": {"used_bytes": used, "budget_bytes": budget},
+        "store": {"kind": state.store_kind, "location": store_location(state.engine.store), "healthy": True,
+                  "last_error": None, "unpersisted_bytes": sum(info.unpersisted_bytes for info in infos.values())},
+    }
+
+
+def broker_rows(state: HttpState) -> list[Json]:
+    ctx = state.ctx
+    led: dict[int, int] = {}
+    for topic in ctx.topics:
+        for index in range(topic.partition_count):
+            leader = ctx.cluster.leader_of(topic.name, index)
+            if leader is not None:
+                led[leader.node_id] = led.get(leader.node_id, 0) + 1
+    return [{"node_id": node.node_id, "host": node.host, "port": node.port,
+             "http": state.http if node.node_id == ctx.node_id else None, "partitions": led.get(node.node_id, 0)}
+            for node in sorted(ctx.cluster.alive(), key=lambda node: node.node_id)]
+
+
+# -- topics
+
+def topic_rows(state: HttpState) -> list[Json]:
+    ctx = state.ctx
+    infos = ctx.partitions.infos()
+    rows: list[Json] = []
+    for topic in sorted(ctx.topics, key=lambda topic: topic.name):
+        found = [infos.get(TopicPartition(topic.name, index)) for index in range(topic.partition_count)]
+        records = sum(info.high_watermark - info.start_offset for info in found if info is not None)
+        rows.append({"name": topic.name, "resource_name": str(topic.resource), "partitions": topic.partition_count,
+                     "internal": False, "records": records})
+    shards = ctx.groups.shard_count
+    rows += [{"name": name, "resource_name": name, "partitions": shards, "internal": True, "records": 0}
+             for name in sorted(INTERNAL_CONFIGS)]
+    return rows
+
+
+def topic_doc(state: HttpState, name: str) -> Json:
+    ctx = state.ctx
+    if name in INTERNAL_CONFIGS:
+        return _internal_doc(state, name)
+    topic = ctx.topics.find(name)
+    if topic is None:
+        raise HttpError(404, f"no topic named {name!r}")
+    configs = {entry["name"]: entry["value"] for entry in describe_topic_configs(ctx, topic, None)}
+    return {"name": topic.name, "resource_name": str(topic.resource), "topic_id": str(topic.resource.uid),
+            "version": topic.version, "internal": False, "configs": configs,
+            "partitions": partition_rows(state, topic)}
+
+
+def partition_rows(state: HttpState, topic: Topic) -> list[Json]:
+    ctx = state.ctx
+    infos = ctx.partitions.infos()
+    rows = []
+    for index, (start, end) in enumerate(topic.ranges):  # slots [start, end): shown inclusive
+        info = infos.get(TopicPartition(topic.name, index))
+        leader = ctx.cluster.leader_of(topic.name, index)
+        row: Json = {"partition": index, "slots": [start, end - 1], "leader": -1 if leader is None else leader.node_id,
+                     "session": ctx.cluster.leader_epoch_of(topic.name, index)}
+        rows.append(row | _offsets(info))
+    return rows
+
+
+def _offsets(info: PartitionInfo | None) -> Json:
+    """A partition's offsets when this node serves it; in a cluster, another node's are null."""
+    if info is None:
+        return {"served": False, "log_start_offset": None, "high_watermark": None, "checkpoint": None,
+                "unpersisted_bytes": None}
+    return {"served": True, "session": info.session, "log_start_offset": info.start_offset,
+            "high_watermark": info.high_watermark, "checkpoint": info.checkpoint, "end_offset": info.end_offset,
+            "unpersisted_bytes": info.unpersisted_bytes}
+
+
+def _internal_doc(state: HttpState, name: str) -> Json:
+    """Martlet's offsets shards as Kafka shows them (gateway/internal_topics.py): their
+    records are Martlet's, so no offsets; each shard's leader is the node coordinating it."""
+    ctx = state.ctx
+    partitions: list[Json] = []
+    for shard in range(ctx.groups.shard_count):
+        owner = ctx.cluster.shard_owner(shard)
+        partitions.append({"partition": shard, "slots": None, "leader": -1 if owner is None else owner.node_id,
+                           "session": 0, "served": False, "log_start_offset": None, "high_watermark": None,
+                           "checkpoint": None, "unpersisted_bytes": None})
+    return {"name": name, "resource_name": name, "topic_id": str(internal_topic_id(ctx, name)), "version": 0,
+            "internal": True, "configs": dict(INTERNAL_CONFIGS[name]), "partitions": partitions}

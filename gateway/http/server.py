@@ -1,0 +1,93 @@
+"""The HTTP port's socket loop: one asyncio server on the broker's event loop.
+
+Each connection reads a head (at most HEAD_BYTES_MAX), then the body its Content-Length
+announces (at most BODY_BYTES_MAX), hands the request to the router and writes the answer;
+connections are kept alive unless the client says otherwise, and closed after IDLE_S without a
+request. A malformed request is answered with its 4xx status and the connection closed; an
+endpoint's own failure is answered 500 (routes.py). Nothing a client sends ends the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from .parser import HEAD_BYTES_MAX, BadRequest, body_length, parse_head, request_of
+from .response import Response, error_response
+from .routes import Router
+
+logger = logging.getLogger(__name__)
+IDLE_S = 60.0  # a kept-alive connection without a request is closed after this
+BODY_S = 30.0  # the longest a body may take to arrive once its head has
+END = b"\r\n\r\n"
+
+
+class HttpServer:
+    def __init__(self, router: Router) -> None:
+        self.router = router
+        self.connections = 0  # open now
+        self.accepted = 0  # since start
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        """Bind and serve; OSError if the address cannot be bound."""
+        self._server = await asyncio.start_server(self._accept, host, port, limit=HEAD_BYTES_MAX + len(END))
+        bound = self._server.sockets[0].getsockname()
+        return bound[0], bound[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self.connections += 1
+        self.accepted += 1
+        try:
+            await self._serve(reader, writer)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self.connections -= 1
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head_bytes = await asyncio.wait_for(reader.readuntil(END), IDLE_S)
+            except asyncio.LimitOverrunError:
+                await _answer(writer, error_response(431, "request head too large"), False)
+                return
+            except (asyncio.IncompleteReadError, TimeoutError):
+                return
+            keep_alive = await self._one(reader, writer, head_bytes[:-len(END)])
+            if not keep_alive:
+                return
+
+    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head_bytes: bytes) -> bool:
+        """Answer one request; whether the connection goes on."""
+        try:
+            head = parse_head(head_bytes)
+            body = await asyncio.wait_for(reader.readexactly(body_length(head)), BODY_S)
+            request = request_of(head, body)
+        except BadRequest as bad:
+            logger.info("bad HTTP request from %s: %s", writer.get_extra_info("peername"), bad)
+            await _answer(writer, error_response(bad.status, str(bad)), False)
+            return False
+        except (asyncio.IncompleteReadError, TimeoutError):
+            return False
+        response = await self.router.handle(request)
+        await _answer(writer, response, head.keep_alive, head_only=request.method == "HEAD")
+        return head.keep_alive
+
+
+async def _answer(writer: asyncio.StreamWriter, response: Response, keep_alive: bool, head_only: bool = False) -> None:
+    writer.write(response.encode(keep_alive, head_only))
+    await writer.drain()

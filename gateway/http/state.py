@@ -1,0 +1,31 @@
+"""What the HTTP endpoints read: the broker's handler context, its engine, and a few facts of
+the process. Everything is read on the event loop, where the engine's state lives."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+
+from ...engine.api import Engine
+from ..context import Context
+
+
+def martlet_version() -> str:
+    try:
+        return version("martlet")
+    except PackageNotFoundError:  # running from a tree that is not installed
+        return "unknown"
+
+
+@dataclass(slots=True)
+class HttpState:
+    ctx: Context
+    engine: Engine
+    kafka: str  # the Kafka listener, "host:port" as bound
+    store_kind: str  # "local" or "hdfs"
+    connections: Callable[[], int]  # open Kafka connections
+    http: str | None = None  # this port, "host:port", once bound
+    started_s: float = field(default_factory=time.monotonic)
+    version: str = field(default_factory=martlet_version)
