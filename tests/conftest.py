@@ -1,6 +1,7 @@
 """Registers the shared fixture plugins in tests/fixtures/."""
 
 pytest_plugins = [
+    "tests.fixtures.browser",
     "tests.fixtures.cluster",
     "tests.fixtures.flink",
     "tests.fixtures.hdfs",

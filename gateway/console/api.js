@@ -1,0 +1,48 @@
+// Martlet's HTTP API (/api/v1/...), the same contract the `martlet` commands use.
+// Errors come back as JSON {"error": message} with a 4xx/5xx status and become ApiError.
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function request(method, path, {body, signal} = {}) {
+  const init = {method, signal, headers: {Accept: "application/json"}};
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers["Content-Type"] = "application/json";
+  }
+  const response = await fetch(path, init);
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    const message = data && data.error ? data.error : `${response.status} ${response.statusText}`;
+    throw new ApiError(response.status, message);
+  }
+  return data;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  status: (signal) => request("GET", "/api/v1/status", {signal}),
+  topics: (signal) => request("GET", "/api/v1/topics", {signal}),
+  topic: (name, signal) => request("GET", `/api/v1/topics/${enc(name)}`, {signal}),
+  createTopic: (name, partitions, configs) =>
+    request("POST", "/api/v1/topics", {body: {name, partitions, configs}}),
+  deleteTopic: (name) => request("DELETE", `/api/v1/topics/${enc(name)}`),
+  groups: (signal) => request("GET", "/api/v1/groups", {signal}),
+  group: (id, signal) => request("GET", `/api/v1/groups/${enc(id)}`, {signal}),
+  messages: (query, signal) => request("GET", `/api/v1/messages?${new URLSearchParams(query)}`, {signal}),
+};
+
+export function isAbort(error) {
+  return error && error.name === "AbortError";
+}
