@@ -11,4 +11,6 @@ for folder in FOLDERS:
     package_dir[f"martlet.{folder}"] = folder
     packages += [f"martlet.{folder}.{sub}" for sub in find_packages(where=folder)]
 
-setup(packages=packages, package_dir=package_dir, package_data={"martlet.compat": ["reference/*.xml"]})
+# The web console's static files (gateway/console/, served by gateway/http/static.py) are no package.
+package_data = {"martlet.compat": ["reference/*.xml"], "martlet.gateway": ["console/*", "console/**/*"]}
+setup(packages=packages, package_dir=package_dir, package_data=package_data)

@@ -12,8 +12,7 @@ from ..engine.api import Engine, EngineSettings, LocalStore, Store, cluster_memb
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
-from .http.server import HttpServer
-from .http.service import start_http
+from .http.service import HttpPort, start_http
 from .http.state import HttpState
 from .peers import send_markers
 from .registry import apis
@@ -39,7 +38,7 @@ class Broker:
         self.engine = Engine(self.store, config.engine, cluster=self.member)
         self.server: Server | None = None
         self.address: tuple[str, int] | None = None
-        self.http_server: HttpServer | None = None
+        self.http_server: HttpPort | None = None
         self.http: HttpState | None = None  # `http.http` is the bound "host:port" once served
 
     async def start(self) -> tuple[str, int]:

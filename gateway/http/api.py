@@ -1,14 +1,21 @@
 """The JSON endpoints of /api/v1 (ARCHITECTURE.md, "HTTP API and metrics", is the contract the
 CLI and the web console read): status and topics. Each answer is built on the event loop from
-the engine's memory; nothing here waits for the store except creating and deleting topics."""
+the engine's memory; nothing here waits for the store except creating and deleting topics,
+which make the engine calls Kafka's CreateTopics and DeleteTopics make (the same checks and
+errors: a bad name, count or config is 400, an existing topic 409), bounded by DDL_TIMEOUT_S
+(504 after it; the change goes on, as a timed-out Kafka change does)."""
 
 from __future__ import annotations
 
+import json
 import time
 
-from ...engine.api import PartitionInfo, Topic, TopicPartition, memory_use, store_location
+from ...engine.api import PartitionInfo, Topic, TopicPartition, errors, memory_use, store_location
+from ..handlers.common import within
 from ..handlers.configs import describe_topic_configs
-from ..internal_topics import INTERNAL_CONFIGS, internal_topic_id
+from ..handlers.topics import DDL_TIMEOUT_S, TIMED_OUT
+from ..internal_topics import INTERNAL_CONFIGS, change_message, internal_topic_id
+from ..topic_configs import to_overrides
 from .parser import Request
 from .response import HttpError, Json, Response, json_response
 from .routes import Router
@@ -27,9 +34,30 @@ def add_routes(router: Router, state: HttpState) -> None:
     async def topic(_request: Request, args: tuple[str, ...]) -> Response:
         return json_response(topic_doc(state, args[0]))
 
+    async def create(request: Request, _args: tuple[str, ...]) -> Response:
+        name = await create_topic(state, json_body(request))
+        return json_response(topic_doc(state, name), 201)
+
+    async def delete(_request: Request, args: tuple[str, ...]) -> Response:
+        await delete_topic(state, args[0])
+        return json_response({"deleted": args[0]})
+
     router.add("GET", "/api/v1/status", status)
     router.add("GET", "/api/v1/topics", topics)
+    router.add("POST", "/api/v1/topics", create)
     router.add("GET", TOPIC_PATH, topic)
+    router.add("DELETE", TOPIC_PATH, delete)
+
+
+def json_body(request: Request) -> dict[str, object]:
+    """The request's body as a JSON object; HttpError 400 for anything else."""
+    try:
+        doc: object = json.loads(request.body)
+    except (UnicodeDecodeError, ValueError):
+        raise HttpError(400, "the body is not JSON") from None
+    if not isinstance(doc, dict):
+        raise HttpError(400, "the body is not a JSON object")
+    return doc
 
 
 # -- status
@@ -104,6 +132,44 @@ def partition_rows(state: HttpState, topic: Topic) -> list[Json]:
                      "session": ctx.cluster.leader_epoch_of(topic.name, index)}
         rows.append(row | _offsets(info))
     return rows
+
+
+# -- creating and deleting
+
+async def create_topic(state: HttpState, doc: dict[str, object]) -> str:
+    """Create the topic {"name", "partitions", "configs"} names; its name."""
+    ctx = state.ctx
+    name, count, configs = doc.get("name"), doc.get("partitions", ctx.settings.default_partitions), doc.get("configs", {})
+    if not isinstance(name, str) or not name:
+        raise HttpError(400, '"name" must be a topic name')
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise HttpError(400, '"partitions" must be an integer')
+    if not isinstance(configs, dict) or not all(isinstance(v, str) for v in configs.values()):
+        raise HttpError(400, '"configs" must map config names to strings')
+    if name in INTERNAL_CONFIGS:
+        raise HttpError(409, f"topic {name!r} already exists")
+    try:
+        await within(ctx.topics.create(name, count, to_overrides(configs)), DDL_TIMEOUT_S)
+    except errors.TopicExists as error:
+        raise HttpError(409, str(error)) from None
+    except errors.EngineError as error:
+        raise HttpError(400, str(error)) from None
+    except TimeoutError:
+        raise HttpError(504, TIMED_OUT) from None
+    return name
+
+
+async def delete_topic(state: HttpState, name: str) -> None:
+    if name in INTERNAL_CONFIGS:
+        raise HttpError(400, change_message(name))
+    try:
+        await within(state.ctx.topics.delete(name), DDL_TIMEOUT_S)
+    except errors.UnknownTopic as error:
+        raise HttpError(404, str(error)) from None
+    except errors.EngineError as error:
+        raise HttpError(400, str(error)) from None
+    except TimeoutError:
+        raise HttpError(504, TIMED_OUT) from None
 
 
 def _offsets(info: PartitionInfo | None) -> Json:

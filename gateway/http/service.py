@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from ..config import HTTP_DEFAULT, parse_address
-from . import api, static
+from . import api, groups, messages, static
 from .routes import Router
 from .server import HttpServer
 from .state import HttpState
@@ -13,21 +13,36 @@ from .state import HttpState
 logger = logging.getLogger(__name__)
 
 
-def router_for(state: HttpState) -> Router:
+def router_for(state: HttpState, history: groups.LagHistory) -> Router:
     router = Router()
     api.add_routes(router, state)
+    groups.add_routes(router, state, history)
+    messages.add_routes(router, state)
     static.add_routes(router)
     return router
 
 
-async def start_http(state: HttpState, listen: str) -> HttpServer | None:
+class HttpPort:
+    """The served port and what runs with it (the group lag sampler)."""
+
+    def __init__(self, server: HttpServer, history: groups.LagHistory) -> None:
+        self.server = server
+        self.history = history
+
+    async def stop(self) -> None:
+        await self.history.stop()
+        await self.server.stop()
+
+
+async def start_http(state: HttpState, listen: str) -> HttpPort | None:
     """Serve the HTTP port at `listen` ("HOST:PORT"); None when it is off, or when the default
     address is taken (a warning: another broker on this machine has it). Any other address
     that cannot be bound raises OSError with the reason."""
     if not listen:
         return None
     host, port = parse_address(listen)
-    server = HttpServer(router_for(state))
+    history = groups.LagHistory(state)
+    server = HttpServer(router_for(state, history))
     try:
         bound = await server.start(host, port)
     except OSError as error:
@@ -37,4 +52,5 @@ async def start_http(state: HttpState, listen: str) -> HttpServer | None:
                        listen, error.strerror or error)
         return None
     state.http = f"{bound[0]}:{bound[1]}"
-    return server
+    history.start()
+    return HttpPort(server, history)

@@ -14,13 +14,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
-from tests.fixtures.martlet import MartletProcess
+from tests.fixtures.martlet import MartletProcess, wait_until
 from tests.integration.clients import (
+    ADMIN_TIMEOUT_S,
+    Deadline,
+    confluent_consume,
+    confluent_consumer,
     confluent_create_topic,
     confluent_high_watermarks,
     confluent_produce,
+    confluent_wait_partitions,
     make_records,
     unique_topic,
 )
@@ -132,6 +138,172 @@ def test_the_console_is_served_from_the_package(martlet: MartletProcess) -> None
         assert (status, content_type) == (404, "application/json")
     assert call(martlet.http, "GET", "/console/../../setup.py")[0] == 404
     assert call(martlet.http, "GET", "/console/%2e%2e/app.py")[0] == 404
+
+
+# -- creating and deleting topics
+
+def test_a_topic_created_over_http_is_seen_by_kafka_clients_and_deleted(martlet: MartletProcess) -> None:
+    topic = unique_topic("http-create")
+    status, _, body = call(martlet.http, "POST", "/api/v1/topics",
+                           {"name": topic, "partitions": 4, "configs": {"cleanup.policy": "compact"}})
+    assert status == 201, body
+    doc = json.loads(body)
+    assert doc["name"] == topic and len(doc["partitions"]) == 4 and doc["configs"]["cleanup.policy"] == "compact"
+    admin = AdminClient({"bootstrap.servers": martlet.bootstrap})
+    assert confluent_wait_partitions(admin, topic, 4) == 4
+    configs = admin.describe_configs([_topic_resource(topic)])
+    assert next(iter(configs.values())).result(ADMIN_TIMEOUT_S)["cleanup.policy"].value == "compact"
+
+    status, _, body = call(martlet.http, "POST", "/api/v1/topics", {"name": topic, "partitions": 1})
+    assert status == 409 and "error" in json.loads(body)
+
+    status, _, body = call(martlet.http, "DELETE", f"/api/v1/topics/{topic}")
+    assert (status, json.loads(body)) == (200, {"deleted": topic})
+    assert wait_until(lambda: topic not in admin.list_topics(timeout=10).topics, ADMIN_TIMEOUT_S)
+    assert "error" in get_json(martlet.http, f"/api/v1/topics/{topic}", 404)
+    assert call(martlet.http, "DELETE", f"/api/v1/topics/{topic}")[0] == 404
+
+
+def _topic_resource(topic: str) -> object:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    return ConfigResource(ResourceType.TOPIC, topic)
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    ({"partitions": 1}, 400),
+    ({"name": "bad name!", "partitions": 1}, 400),
+    ({"name": "http-zero", "partitions": 0}, 400),
+    ({"name": "http-two", "partitions": "2"}, 400),
+    ({"name": "http-config", "partitions": 1, "configs": {"retention.ms": "soon"}}, 400),
+    ({"name": "http-unknown", "partitions": 1, "configs": {"no.such.config": "1"}}, 400),
+    ({"name": "__consumer_offsets", "partitions": 1}, 409),
+    ([1, 2], 400),
+])
+def test_bad_topic_creations(martlet: MartletProcess, body: object, status: int) -> None:
+    got, content_type, answer = call(martlet.http, "POST", "/api/v1/topics", body)
+    assert (got, content_type) == (status, "application/json"), answer
+    assert json.loads(answer)["error"]
+    assert call(martlet.http, "DELETE", "/api/v1/topics/__consumer_offsets")[0] == 400
+
+
+def test_a_body_that_is_not_json_is_400(martlet: MartletProcess) -> None:
+    answer = raw(martlet.http, b"POST /api/v1/topics HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+                               b"Connection: close\r\n\r\n{x}")
+    assert answer.startswith(b"HTTP/1.1 400 ")
+
+
+# -- groups
+
+def test_groups_show_what_a_consumer_committed(martlet: MartletProcess) -> None:
+    topic, group = unique_topic("http-groups"), unique_topic("http-group")
+    confluent_create_topic(martlet.bootstrap, topic, 2)
+    confluent_produce(martlet.bootstrap, topic, make_records(200, codecs=("none",)))
+    consumer = Consumer({"bootstrap.servers": martlet.bootstrap, "group.id": group, "client.id": "http-test",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic])
+        got = 0
+        deadline = Deadline(60)
+        while got < 150 and not deadline.passed:
+            got += sum(1 for m in consumer.consume(200, timeout=1.0) if m.error() is None)
+        assert got >= 150
+        consumer.commit(offsets=[TopicPartition(topic, 0, 30), TopicPartition(topic, 1, 50)], asynchronous=False)
+        high = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)[1]
+                for p in (0, 1)}
+
+        listed = {row["group_id"]: row for row in get_json(martlet.http, "/api/v1/groups")["groups"]}  # type: ignore[union-attr]
+        row = listed[group]
+        want_lag = high[0] - 30 + high[1] - 50
+        assert (row["state"], row["protocol_type"], row["members"], row["lag"]) == ("Stable", "consumer", 1, want_lag)
+
+        doc = get_json(martlet.http, f"/api/v1/groups/{group}")
+        assert (doc["group_id"], doc["state"], doc["protocol_type"]) == (group, "Stable", "consumer")
+        assert doc["protocol"] in ("range", "roundrobin", "cooperative-sticky")
+        members = doc["members"]
+        assert isinstance(members, list) and len(members) == 1 and members[0]["client_id"] == "http-test"
+        assert sorted((a["topic"], a["partition"]) for a in members[0]["assignment"]) == [(topic, 0), (topic, 1)]
+        offsets = {row["partition"]: row for row in doc["offsets"]}  # type: ignore[union-attr]
+        assert {p: (r["committed"], r["high_watermark"], r["lag"]) for p, r in offsets.items()} == {
+            0: (30, high[0], high[0] - 30), 1: (50, high[1], high[1] - 50)}
+
+        def sampled() -> bool:
+            history = get_json(martlet.http, f"/api/v1/groups/{group}")["lag_history"]
+            return isinstance(history, list) and bool(history) and history[-1]["lag"] == want_lag
+
+        assert wait_until(sampled, 20.0, interval_s=0.5), "no lag sample within 20 s (one every 5 s)"
+    finally:
+        consumer.close()
+    assert "error" in get_json(martlet.http, "/api/v1/groups/no-such-group", 404)
+
+
+# -- messages
+
+def test_messages_by_offset_time_and_key(martlet: MartletProcess) -> None:
+    topic = unique_topic("http-messages")
+    confluent_create_topic(martlet.bootstrap, topic, 1)
+    records = make_records(400, codecs=("none", "gzip", "zstd"))
+    acks = confluent_produce(martlet.bootstrap, topic, records)
+    by_offset = {acks[rec.seq][1]: rec for rec in records}
+    consumer = confluent_consumer(martlet.bootstrap)
+    try:
+        got = {g.offset: g for g in confluent_consume(consumer, topic, 400, partitions=1)}
+    finally:
+        consumer.close()
+    assert len(got) == 400
+
+    def fetch(query: str) -> list[dict[str, object]]:
+        rows = get_json(martlet.http, f"/api/v1/messages?topic={topic}&partition=0{query}")["messages"]
+        assert isinstance(rows, list)
+        return rows
+
+    def same(row: dict[str, object]) -> None:
+        g = got[int(row["offset"])]  # type: ignore[call-overload]
+        assert row["partition"] == 0 and row["timestamp"] == g.timestamp_ms
+        assert row["key"] == (None if g.key is None else g.key.decode("utf-8", "replace"))
+        assert row["value"] == (None if g.value is None else g.value.decode("utf-8", "replace"))
+        assert row["value_bytes"] == len(g.value or b"")
+        assert row["headers"] == [[k, None if v is None else v.decode("utf-8", "replace")] for k, v in g.headers]
+
+    last = fetch("")
+    assert [r["offset"] for r in last] == list(range(350, 400))
+    for row in last:
+        same(row)
+    assert [r["offset"] for r in fetch("&offset=120&limit=7")] == list(range(120, 127))
+    assert [r["offset"] for r in fetch("&offset=398")] == [398, 399]
+    assert fetch("&offset=400") == []
+    target = by_offset[200].timestamp_ms
+    assert [r["offset"] for r in fetch(f"&timestamp={target}&limit=3")] == [200, 201, 202]
+    assert fetch(f"&timestamp={by_offset[399].timestamp_ms + 1}") == []
+    key = by_offset[10].key
+    assert key is not None
+    with_key = [o for o in range(400) if got[o].key == key]
+    rows = fetch(f"&key={key.decode()}&limit=2")
+    assert [r["offset"] for r in rows] == with_key[-2:]
+    for row in rows:
+        same(row)
+
+
+@pytest.mark.parametrize(("query", "status"), [
+    ("", 400), ("?topic=x", 400), ("?topic=no-such-topic&partition=0", 404), ("?topic=T&partition=9", 404),
+    ("?topic=T&partition=0&limit=501", 400), ("?topic=T&partition=0&limit=0", 400),
+    ("?topic=T&partition=x", 400), ("?topic=T&partition=0&offset=1&key=k", 400)])
+def test_bad_message_queries(martlet: MartletProcess, query: str, status: int) -> None:
+    topic = "http-messages-errors"
+    if topic not in AdminClient({"bootstrap.servers": martlet.bootstrap}).list_topics(timeout=10).topics:
+        confluent_create_topic(martlet.bootstrap, topic, 1)
+    assert "error" in get_json(martlet.http, "/api/v1/messages" + query.replace("=T&", f"={topic}&"), status)
+
+
+def test_messages_of_a_producer_with_odd_bytes(martlet: MartletProcess) -> None:
+    topic = unique_topic("http-bytes")
+    confluent_create_topic(martlet.bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": martlet.bootstrap})
+    producer.produce(topic, key=b"\xff\xfe", value="é".encode() * 70_000, headers=[("h", b"\x00\xff")], partition=0)
+    assert producer.flush(30) == 0
+    (row,) = get_json(martlet.http, f"/api/v1/messages?topic={topic}&partition=0")["messages"]  # type: ignore[misc]
+    assert row["key"] == "\ufffd\ufffd" and row["headers"] == [["h", "\x00\ufffd"]]
+    assert row["value_bytes"] == 140_000 and row["truncated"] is True and row["value"] == "é" * (64 << 10)
 
 
 # -- bad requests
