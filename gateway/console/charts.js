@@ -53,26 +53,28 @@ export function rangeMap(partitions) {
   sorted.map(segment), axis());
 }
 
+const DOTS_MAX = 60;
 const CHART = {width: 1000, height: 240, left: 64, right: 16, top: 14, bottom: 34};
 
-function niceMax(value) {
-  if (value <= 0) return 1;
-  const power = 10 ** Math.floor(Math.log10(value));
-  for (const step of [1, 2, 2.5, 5, 10]) if (step * power >= value) return step * power;
-  return 10 * power;
+/** Whole-number grid steps of 1, 2 or 5 times a power of ten, about four of them up to `value`. */
+function yTicks(value) {
+  const raw = Math.max(1, value / 4);
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
+  const count = Math.max(1, Math.ceil(value / step));
+  return Array.from({length: count + 1}, (_, i) => i * step);
 }
 
 function timeLabel(seconds) {
   return new Date(seconds * 1000).toISOString().slice(11, 19);
 }
 
-function chartFrame(maxLag, t0, t1, scaleX, scaleY) {
+function chartFrame(ticks, t0, t1, scaleX, scaleY) {
   const parts = [];
-  for (let i = 0; i <= 4; i += 1) {
-    const lag = (maxLag * i) / 4;
+  for (const lag of ticks) {
     const y = scaleY(lag);
     parts.push(s("line", {x1: CHART.left, x2: CHART.width - CHART.right, y1: y, y2: y, class: "grid-line"}),
-      s("text", {x: CHART.left - 8, y: y + 4, "text-anchor": "end", class: "axis-label"}, fmtInt(Math.round(lag))));
+      s("text", {x: CHART.left - 8, y: y + 4, "text-anchor": "end", class: "axis-label"}, fmtInt(lag)));
   }
   const bottom = CHART.height - CHART.bottom;
   for (const [t, anchor] of [[t0, "start"], [(t0 + t1) / 2, "middle"], [t1, "end"]]) {
@@ -92,14 +94,16 @@ export function lagChart(points) {
   }
   const t0 = points[0].time;
   const t1 = Math.max(points[points.length - 1].time, t0 + 1);
-  const maxLag = niceMax(Math.max(...points.map((p) => p.lag)));
+  const ticks = yTicks(Math.max(...points.map((p) => p.lag)));
+  const maxLag = ticks[ticks.length - 1];
   const scaleX = (t) => CHART.left + ((t - t0) / (t1 - t0)) * (CHART.width - CHART.left - CHART.right);
   const scaleY = (lag) => CHART.top + (1 - lag / maxLag) * (CHART.height - CHART.top - CHART.bottom);
   const coords = points.map((p) => `${scaleX(p.time).toFixed(1)},${scaleY(p.lag).toFixed(1)}`).join(" ");
-  const last = points[points.length - 1];
-  root.append(...chartFrame(maxLag, t0, t1, scaleX, scaleY),
+  const dotted = points.length <= DOTS_MAX ? points : points.slice(-1);  // every sample while they are few
+  root.setAttribute("data-last-lag", points[points.length - 1].lag);
+  root.append(...chartFrame(ticks, t0, t1, scaleX, scaleY),
     s("polyline", {points: coords, class: "lag-line", testid: "lag-line"}),
-    s("circle", {cx: scaleX(last.time), cy: scaleY(last.lag), r: 4, class: "lag-dot"},
-      s("title", {}, `${fmtInt(last.lag)} at ${timeLabel(last.time)} UTC`)));
+    ...dotted.map((p) => s("circle", {cx: scaleX(p.time), cy: scaleY(p.lag), r: 3.5, class: "lag-dot"},
+      s("title", {}, `${fmtInt(p.lag)} at ${timeLabel(p.time)} UTC`))));
   return root;
 }

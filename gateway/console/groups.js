@@ -60,10 +60,9 @@ function offsetsTable(offsets) {
     ["Lag", "num"]], rows, (i) => ({testid: "offset-row", "data-topic": sorted[i].topic, "data-partition": sorted[i].partition}));
 }
 
-/** The broker's lag_history, then the samples this page took itself after its last point. */
+/** The broker's lag_history (a sample every 5 s) and the samples this page took, in time order. */
 function chartPoints(history, samples) {
-  const lastBroker = history.length ? history[history.length - 1].time : -Infinity;
-  return [...history, ...samples.filter((p) => p.time > lastBroker)].sort((a, b) => a.time - b.time).slice(-SAMPLES_MAX);
+  return [...history, ...samples].sort((a, b) => a.time - b.time).slice(-2 * SAMPLES_MAX);
 }
 
 function renderGroup(body, group, samples) {

@@ -54,16 +54,24 @@ function headersCell(headers) {
     headers.map(([key, value]) => h("li", {}, h("span", {class: "header-key"}, key), "=", value ?? "null"))));
 }
 
-function valueCell(field, value) {
+/** A key or value as text; a long one shows its first characters and a button for the rest. */
+function valueCell(field, value, truncated = false) {
   if (value === null) return h("td", {"data-field": field, class: "null"}, "null");
-  const shown = value.length > VALUE_SHOWN_MAX ? `${value.slice(0, VALUE_SHOWN_MAX)}…` : value;
-  return h("td", {"data-field": field, class: "mono value", title: value.length > VALUE_SHOWN_MAX ? value : null}, shown);
+  const cut = truncated ? h("span", {class: "muted"}, " (cut by the broker at 64 Ki characters)") : null;
+  if (value.length <= VALUE_SHOWN_MAX) return h("td", {"data-field": field, class: "mono value"}, value, cut);
+  const text = h("span", {}, `${value.slice(0, VALUE_SHOWN_MAX)}…`);
+  const more = h("button", {type: "button", class: "link-button", testid: "show-more"}, "show all");
+  more.addEventListener("click", () => {
+    text.textContent = value;
+    more.remove();
+  });
+  return h("td", {"data-field": field, class: "mono value"}, text, " ", more, cut);
 }
 
 function messagesTable(messages) {
   const rows = messages.map((m) => [
     numCell("offset", m.offset), h("td", {"data-field": "timestamp", "data-value": m.timestamp}, fmtTimeMs(m.timestamp)),
-    valueCell("key", m.key), valueCell("value", m.value), headersCell(m.headers), numCell("value_bytes", m.value_bytes, fmtBytes),
+    valueCell("key", m.key), valueCell("value", m.value, m.truncated), headersCell(m.headers), numCell("value_bytes", m.value_bytes, fmtBytes),
   ]);
   return table("messages-table", [["Offset", "num"], ["Timestamp"], ["Key"], ["Value"], ["Headers"], ["Size", "num"]],
     rows, (i) => ({testid: "message-row", "data-offset": messages[i].offset}));

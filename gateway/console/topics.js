@@ -128,7 +128,7 @@ function configsList(configs) {
 
 async function deleteTopic(name, errorBox) {
   const text = `Delete topic "${name}" and all its records? This cannot be undone.`;
-  if (!(await confirmDialog("Delete topic", text, "Delete"))) return;
+  if (!(await confirmDialog("Delete topic", text, "Delete", {danger: true}))) return;
   try {
     await api.deleteTopic(name);
   } catch (error) {

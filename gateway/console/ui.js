@@ -36,11 +36,13 @@ export function markUpdated() {
 }
 
 /** Ask in an in-page <dialog>; resolves true for OK, false for Cancel or Escape. */
-export function confirmDialog(title, text, okLabel) {
+export function confirmDialog(title, text, okLabel, {danger = false} = {}) {
   const dialog = document.getElementById("confirm-dialog");
   document.getElementById("confirm-title").textContent = title;
   document.getElementById("confirm-text").textContent = text;
-  document.getElementById("confirm-ok").textContent = okLabel;
+  const ok = document.getElementById("confirm-ok");
+  ok.textContent = okLabel;
+  ok.classList.toggle("danger", danger);
   dialog.returnValue = "";
   return new Promise((resolve) => {
     dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), {once: true});
