@@ -124,7 +124,9 @@ export function mount(root, params, ctx) {
       formError.hidden = true;
       const query = readQuery(form);
       const href = messagesHref(query);
-      if (location.hash === href) search(results, query, ctx); else location.hash = href;
+      // The same query again: no hashchange, so search here (and mark the view ready as the router would).
+      if (location.hash === href) search(results, query, ctx).then(() => root.setAttribute("data-ready", "true"));
+      else location.hash = href;
     } catch (error) {
       formError.textContent = error.message;
       formError.hidden = false;
