@@ -14,8 +14,12 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, NoReturn, cast
 
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.table import Table
 
@@ -23,6 +27,7 @@ OK, REFUSED, USAGE, UNREACHABLE = 0, 1, 2, 3
 BOOTSTRAP_ENV, HTTP_ENV = "MARTLET_BOOTSTRAP", "MARTLET_HTTP"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 HTTP_PORT = 9644  # the broker's [http] port when MARTLET_HTTP and --http say nothing
+PIPED_WIDTH = 1000  # columns of a table printed to a pipe or file
 
 
 class Failed(Exception):
@@ -93,4 +98,88 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*("" if cell is None else str(cell) for cell in row))
-    Console().print(table)
+    # Piped, a table keeps its rows whole (grep, awk) instead of folding at rich's default 80 columns.
+    Console(width=None if sys.stdout.isatty() else PIPED_WIDTH).print(table)
+
+
+# -- Kafka admin calls (topic, group, status) ---------------------------------------------------
+
+# librdkafka's own codes for "no broker answered": exit UNREACHABLE, not REFUSED.
+_UNREACHABLE_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
+                                KafkaError._RESOLVE})
+ADMIN_MARGIN_S = 5.0  # a future is waited for this much past --timeout, which bounds the request itself
+
+
+def admin_client(args: argparse.Namespace) -> AdminClient:
+    """A confluent_kafka AdminClient of --bootstrap, once a broker has answered a Metadata request
+    (else Failed with UNREACHABLE). librdkafka's own log lines are off: failures come back as errors."""
+    config = cast(dict[str, str | int | float | bool], kafka_config(args, log_level=0))
+    client = AdminClient(config)
+    try:
+        client.list_topics(timeout=args.timeout)
+    except KafkaException as error:
+        raise kafka_failed(error.args[0], {}, f"no broker answered at {args.bootstrap}") from None
+    return client
+
+
+class KafkaFailed(Failed):
+    """A Kafka error (its name, such as TOPIC_ALREADY_EXISTS, in `error_name`) as a Failed."""
+
+    def __init__(self, message: str, code: int, error_name: str) -> None:
+        super().__init__(message, code)
+        self.error_name = error_name
+
+
+def kafka_failed(error: KafkaError, phrases: dict[str, str], action: str) -> KafkaFailed:
+    """A KafkaError as a one-line Failed: the phrase for its name when there is one, else
+    "`action`: librdkafka's text", then the error's name in brackets."""
+    name = str(error.name())
+    text = phrases.get(name) or f"{action}: {error.str()}"
+    code = UNREACHABLE if int(error.code()) in _UNREACHABLE_CODES else REFUSED
+    return KafkaFailed(f"{text} ({name})", code, name)
+
+
+def wait_admin(future: Future[Any], args: argparse.Namespace, phrases: dict[str, str], action: str) -> Any:
+    """The result of an admin call's future, bounded by --timeout; Kafka errors become Failed."""
+    try:
+        return future.result(timeout=args.timeout + ADMIN_MARGIN_S)
+    except KafkaException as error:
+        raise kafka_failed(error.args[0], phrases, action) from None
+    except FutureTimeout:
+        raise Failed(f"{action}: no answer within {args.timeout:g} s", UNREACHABLE) from None
+
+
+def human_bytes(count: int | None) -> str:
+    if count is None:
+        return ""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{count} B"  # not reached
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def martlet_http(args: argparse.Namespace, expected_cluster: str | None) -> dict[str, Any] | None:
+    """Martlet's /api/v1/status when the HTTP API at http_address(args) belongs to the cluster of
+    `expected_cluster` (the Kafka side's DescribeCluster id), else None. The default address (port 9644
+    of the bootstrap host) may well be another broker's: its answers are not shown as this one's."""
+    status = http_get(args, "/api/v1/status")
+    if not isinstance(status, dict):
+        return None
+    if expected_cluster is not None and status.get("cluster_id") != expected_cluster:
+        if args.http:
+            print(f"martlet: the HTTP API at {http_address(args)} is of cluster {status.get('cluster_id')}, not "
+                  f"{expected_cluster}: showing only what Kafka tells", file=sys.stderr)
+        return None
+    return status
+
+
+def cluster_id(client: AdminClient, args: argparse.Namespace) -> str | None:
+    answer = wait_admin(client.describe_cluster(request_timeout=args.timeout), args, {}, "cannot describe the cluster")
+    return None if answer.cluster_id is None else str(answer.cluster_id)
+

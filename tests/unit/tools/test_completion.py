@@ -1,0 +1,68 @@
+"""`martlet completion`: the scripts are valid shell, complete what a user types, and the one
+table they come from (tools/completion.COMMANDS) names exactly the commands' own options."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shutil
+import subprocess
+
+import pytest
+
+from martlet.tools.completion import COMMANDS, bash_script, zsh_script
+
+BASH = shutil.which("bash") or "bash"
+SHELL_TIMEOUT_S = 30.0
+
+
+def complete(*words: str) -> list[str]:
+    """What bash's completion function offers for `words` (the last one being typed)."""
+    command = 'source /dev/stdin; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _martlet; printf "%s\\n" "${COMPREPLY[@]}"'
+    done = subprocess.run([BASH, "-c", command, "bash", *words], input=bash_script(), capture_output=True, text=True,
+                          timeout=SHELL_TIMEOUT_S, check=True)
+    return done.stdout.split()
+
+
+def test_bash_accepts_both_scripts() -> None:
+    for script in (bash_script(), zsh_script()):
+        subprocess.run([BASH, "-n"], input=script, text=True, timeout=SHELL_TIMEOUT_S, check=True)
+
+
+@pytest.mark.parametrize(("words", "offered"), [
+    (["martlet", "to"], ["topic"]),
+    (["martlet", "co"], ["consume", "completion", "config", "compat"]),
+    (["martlet", "topic", "add"], ["add-partitions"]),
+    (["martlet", "group", ""], ["list", "describe", "reset-offsets", "delete"]),
+    (["martlet", "topic", "create", "t", "--if"], ["--if-not-exists"]),
+    (["martlet", "group", "reset-offsets", "g", "--to-e"], ["--to-earliest"]),
+    (["martlet", "status", "--output", ""], ["table", "json"]),
+    (["martlet", "produce", "t", "--compression", "z"], ["zstd"]),
+    (["martlet", "completion", ""], ["bash", "zsh"]),
+    (["martlet", "topic", "describe", ""], []),  # a name: nothing offered (bash falls back to files)
+])
+def test_completes(words: list[str], offered: list[str]) -> None:
+    assert complete(*words) == offered
+
+
+def options(parser: argparse.ArgumentParser) -> set[str]:
+    return {option for action in parser._actions for option in action.option_strings}
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {"": parser}
+
+
+@pytest.mark.parametrize("tool", sorted(COMMANDS))
+def test_the_table_names_every_option_of_the_commands(tool: str) -> None:
+    module = importlib.import_module(f"martlet.tools.{tool}")
+    make = getattr(module, "parser", None) or module._parser
+    found = {name: options(command) for name, command in subcommands(make()).items()}
+    listed = {name: set(names) for name, names in COMMANDS[tool].items()}
+    assert found.keys() == listed.keys()
+    for name, names in listed.items():
+        assert (sorted(found[name] - names), sorted(names - found[name])) == ([], []), (
+            f"martlet {tool} {name}: (only in the parser, only in COMMANDS)")
