@@ -5,12 +5,15 @@ records per partition, keys, headers and timestamps of our choosing) and a consu
 one member read everything and committed a known lag per partition. Every page is loaded in
 Chromium and what it shows is held to what the clients did; the create and delete actions go
 through the page's confirmation dialog and are checked with a Kafka AdminClient. Each page's
-screenshot is written to docs/console/.
+screenshot goes to $MARTLET_SCREENSHOTS when set (CI keeps them as artifacts; set it to docs/console
+to refresh the pictures the docs show), else to a throwaway folder, so a test run leaves the tree clean.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -37,7 +40,6 @@ LAG = {p: p + 1 for p in range(PARTITIONS)}  # the group commits this far short 
 BASE_TS_MS = (int(time.time()) - 3600) * 1000  # record i of partition p: BASE + p * 100 s + i s
 GROUP_CONFIG = b"[groups]\ninitial_rebalance_delay_ms = 0\n"
 WAIT_S = 30.0
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "console"
 
 Pages = Callable[[str], ConsolePage]
 
@@ -118,8 +120,9 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
 
 
 def screenshot(page: Page, name: str) -> None:
-    DOCS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS / name), full_page=True)
+    folder = Path(os.environ.get("MARTLET_SCREENSHOTS") or Path(tempfile.gettempdir()) / "martlet-console")
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / name), full_page=True)
 
 
 def cell(row: Any, field: str) -> Any:
