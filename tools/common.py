@@ -183,3 +183,84 @@ def cluster_id(client: AdminClient, args: argparse.Namespace) -> str | None:
     answer = wait_admin(client.describe_cluster(request_timeout=args.timeout), args, {}, "cannot describe the cluster")
     return None if answer.cluster_id is None else str(answer.cluster_id)
 
+
+# -- produce and consume: a topic's partitions, progress bars --------------------------------
+
+METADATA_RETRY_S = 0.2  # between Metadata requests while a new topic has no leader yet
+
+
+def topic_partitions(client: Any, topic: str, args: argparse.Namespace) -> list[int]:
+    """The partitions of `topic`, asked of --bootstrap by a confluent_kafka Producer or Consumer
+    (`client`): Failed REFUSED for a topic the broker does not know, UNREACHABLE when no broker
+    answers within --timeout. A topic without a leader yet (just created) is asked again."""
+    import time
+
+    deadline = time.monotonic() + args.timeout
+    while True:
+        try:
+            answer = client.list_topics(topic, timeout=max(0.1, deadline - time.monotonic()))
+        except KafkaException as unanswered:
+            error = unanswered.args[0]
+            fail(f"no broker answered at {args.bootstrap} within {args.timeout:g} s: {error.str()} ({error.name()})",
+                 UNREACHABLE)
+        found = answer.topics.get(topic)
+        error = found.error if found is not None else None
+        if found is not None and error is None:
+            return sorted(found.partitions)
+        if error is not None and error.name() == "UNKNOWN_TOPIC_OR_PART":
+            fail(f"unknown topic {topic!r}, create it with: martlet topic create {topic} (UNKNOWN_TOPIC_OR_PART)")
+        if time.monotonic() >= deadline:
+            fail(f"topic {topic!r}: {error.str()} ({error.name()})" if error else f"topic {topic!r}: no metadata",
+                 UNREACHABLE)
+        time.sleep(METADATA_RETRY_S)
+
+
+class ProgressBar:
+    """A rich progress bar on standard error when `shown` (else nothing), of bytes or records
+    against `total` (None: a count without an end). Advances are pushed every 0.1 s, so a
+    caller may advance once per record."""
+
+    PUSH_S = 0.1
+
+    def __init__(self, shown: bool, description: str, total: int | None, unit: str = "records") -> None:
+        from rich import progress as rp
+
+        columns: list[str | rp.ProgressColumn] = [rp.TextColumn(description), rp.BarColumn()]
+        if unit == "bytes":
+            columns += [rp.DownloadColumn(), rp.TransferSpeedColumn()]
+        elif total is not None:
+            columns.append(rp.MofNCompleteColumn())
+        else:
+            columns.append(rp.TextColumn("{task.completed:.0f} records"))
+        columns.append(rp.TimeRemainingColumn())
+        self._progress = rp.Progress(*columns, console=Console(stderr=True), redirect_stdout=False,
+                                     redirect_stderr=False) if shown else None
+        self._task = self._progress.add_task(description, total=total) if self._progress else None
+        self._pending, self._pushed = 0, 0.0
+
+    def __enter__(self) -> ProgressBar:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._progress is not None:
+            self._push()
+            self._progress.stop()
+
+    def advance(self, amount: int) -> None:
+        if self._progress is None:
+            return
+        import time
+
+        self._pending += amount
+        now = time.monotonic()
+        if now - self._pushed >= self.PUSH_S:
+            self._pushed = now
+            self._push()
+
+    def _push(self) -> None:
+        if self._progress is not None and self._task is not None and self._pending:
+            self._progress.advance(self._task, self._pending)
+            self._pending = 0
+
