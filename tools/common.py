@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -115,10 +116,7 @@ def admin_client(args: argparse.Namespace) -> AdminClient:
     (else Failed with UNREACHABLE). librdkafka's own log lines are off: failures come back as errors."""
     config = cast(dict[str, str | int | float | bool], kafka_config(args, log_level=0))
     client = AdminClient(config)
-    try:
-        client.list_topics(timeout=args.timeout)
-    except KafkaException as error:
-        raise kafka_failed(error.args[0], {}, f"no broker answered at {args.bootstrap}") from None
+    metadata(client, args)
     return client
 
 
@@ -149,6 +147,24 @@ def wait_admin(future: Future[Any], args: argparse.Namespace, phrases: dict[str,
         raise Failed(f"{action}: no answer within {args.timeout:g} s", UNREACHABLE) from None
 
 
+# Answers that say the group coordinator is moving or loading (a first group on Kafka creates
+# __consumer_offsets): the same request is made again, up to --timeout.
+RETRIABLE_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"})
+ADMIN_RETRY_S = 0.2
+
+
+def call_admin(call: Callable[[], Future[Any]], args: argparse.Namespace, phrases: dict[str, str], action: str) -> Any:
+    """wait_admin(call()), calling again while the answer is one of RETRIABLE_ERRORS, up to --timeout."""
+    deadline = time.monotonic() + args.timeout
+    while True:
+        try:
+            return wait_admin(call(), args, phrases, action)
+        except KafkaFailed as failure:
+            if failure.error_name not in RETRIABLE_ERRORS or time.monotonic() >= deadline:
+                raise
+        time.sleep(ADMIN_RETRY_S)
+
+
 def human_bytes(count: int | None) -> str:
     if count is None:
         return ""
@@ -177,6 +193,14 @@ def martlet_http(args: argparse.Namespace, expected_cluster: str | None) -> dict
                   f"{expected_cluster}: showing only what Kafka tells", file=sys.stderr)
         return None
     return status
+
+
+def metadata(client: AdminClient, args: argparse.Namespace, topic: str | None = None) -> Any:
+    """A Metadata answer (ClusterMetadata) of every topic or of `topic`; no answer is Failed UNREACHABLE."""
+    try:
+        return client.list_topics(topic, timeout=args.timeout)
+    except KafkaException as error:
+        raise kafka_failed(error.args[0], {}, f"no broker answered at {args.bootstrap}") from None
 
 
 def cluster_id(client: AdminClient, args: argparse.Namespace) -> str | None:

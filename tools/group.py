@@ -21,14 +21,17 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from .common import (
     OK,
+    REFUSED,
     Failed,
     KafkaFailed,
     admin_client,
+    call_admin,
     cluster_id,
     connection_args,
     http_get,
     kafka_failed,
     martlet_http,
+    metadata,
     print_json,
     print_table,
     run,
@@ -36,6 +39,15 @@ from .common import (
 )
 
 DESCRIPTION = "List, describe, reset the committed offsets of and delete consumer groups."
+EXAMPLES = """examples:
+  martlet group list
+  martlet group describe billing
+  martlet group reset-offsets billing --topic orders --to-earliest            (prints the plan)
+  martlet group reset-offsets billing --topic orders:0,1 --to-offset 100 --execute
+  martlet group delete billing
+
+Each subcommand has its own help: martlet group reset-offsets -h. Exit codes: 0 done,
+1 refused (unknown group, group has members, ...), 2 bad usage, 3 no broker answered."""
 
 # Kafka's own spelling of group states (as kafka-consumer-groups.sh and DescribeGroups show them).
 STATES = {
@@ -99,8 +111,7 @@ def _listing(listing: Any, martlet: dict[str, dict[str, Any]] | None) -> dict[st
 
 def describe(args: argparse.Namespace) -> int:
     client = admin_client(args)
-    futures = client.describe_consumer_groups(args.groups, request_timeout=args.timeout)
-    groups = [_described(client, args, group, futures[group]) for group in args.groups]
+    groups = [_described(client, args, group) for group in args.groups]
     if args.output == "json":
         print_json({"groups": groups})
     else:
@@ -109,11 +120,11 @@ def describe(args: argparse.Namespace) -> int:
     return OK
 
 
-def _described(client: AdminClient, args: argparse.Namespace, group: str, future: Any) -> dict[str, Any]:
-    description = wait_admin(future, args, _phrases(group), f"cannot describe group {group}")
+def _described(client: AdminClient, args: argparse.Namespace, group: str) -> dict[str, Any]:
+    description = describe_group(client, args, group)
     committed = committed_offsets(client, args, group)
     if description.state == ConsumerGroupState.DEAD and not description.members and not committed:
-        raise KafkaFailed(f"group {group} does not exist (GROUP_ID_NOT_FOUND)", 1, "GROUP_ID_NOT_FOUND")
+        raise KafkaFailed(f"group {group} does not exist (GROUP_ID_NOT_FOUND)", REFUSED, "GROUP_ID_NOT_FOUND")
     members = [_member(m) for m in description.members]
     owners = {(a["topic"], a["partition"]): m["member_id"] for m in members for a in m["assignment"]}
     partitions = sorted(set(committed) | set(owners))
@@ -125,6 +136,12 @@ def _described(client: AdminClient, args: argparse.Namespace, group: str, future
             "coordinator": description.coordinator.id if description.coordinator else None,
             "members": members, "offsets": offsets,
             "lag": sum(row["lag"] for row in offsets if row["lag"] is not None)}
+
+
+def describe_group(client: AdminClient, args: argparse.Namespace, group: str) -> Any:
+    """The group's ConsumerGroupDescription (DescribeGroups, or ConsumerGroupDescribe for KIP-848 groups)."""
+    return call_admin(lambda: client.describe_consumer_groups([group], request_timeout=args.timeout)[group], args,
+                      _phrases(group), f"cannot describe group {group}")
 
 
 def _member(member: Any) -> dict[str, Any]:
@@ -146,8 +163,8 @@ def committed_offsets(client: AdminClient, args: argparse.Namespace, group: str,
     committed to, or of `partitions`."""
     asked = [TopicPartition(t, p) for t, p in partitions] if partitions is not None else None
     request = [ConsumerGroupTopicPartitions(group, asked)]
-    future = client.list_consumer_group_offsets(request, request_timeout=args.timeout)[group]
-    answer = wait_admin(future, args, _phrases(group), f"cannot fetch the offsets of group {group}")
+    answer = call_admin(lambda: client.list_consumer_group_offsets(request, request_timeout=args.timeout)[group], args,
+                        _phrases(group), f"cannot fetch the offsets of group {group}")
     offsets: dict[tuple[str, int], int | None] = {}
     for tp in answer.topic_partitions:
         if tp.error is not None:
@@ -216,12 +233,17 @@ def reset_offsets(args: argparse.Namespace) -> int:
 
 
 def _refuse_active(client: AdminClient, args: argparse.Namespace) -> None:
-    future = client.describe_consumer_groups([args.group], request_timeout=args.timeout)[args.group]
-    description = wait_admin(future, args, _phrases(args.group), f"cannot describe group {args.group}")
+    """Refuses a group with members; a group that does not exist yet gets its first offsets."""
+    try:
+        description = describe_group(client, args, args.group)
+    except KafkaFailed as failure:
+        if failure.error_name == "GROUP_ID_NOT_FOUND":
+            return
+        raise
     if description.members:
         raise KafkaFailed(f"group {args.group} has {len(description.members)} active member(s) (state "
                           f"{_state(description.state)}): offsets can only be reset while it has none; stop its "
-                          f"consumers first (NON_EMPTY_GROUP)", 1, "NON_EMPTY_GROUP")
+                          f"consumers first (NON_EMPTY_GROUP)", REFUSED, "NON_EMPTY_GROUP")
 
 
 def topic_spec(text: str) -> tuple[str, list[int] | None]:
@@ -239,15 +261,15 @@ def topic_spec(text: str) -> tuple[str, list[int] | None]:
 
 def _partitions(client: AdminClient, args: argparse.Namespace,
                 specs: list[tuple[str, list[int] | None]]) -> list[tuple[str, int]]:
-    metadata = client.list_topics(timeout=args.timeout)
+    cluster = metadata(client, args)
     chosen: list[tuple[str, int]] = []
     for topic, parts in specs:
-        known = metadata.topics.get(topic)
+        known = cluster.topics.get(topic)
         if known is None or known.error is not None:
-            raise KafkaFailed(f"topic {topic} does not exist (UNKNOWN_TOPIC_OR_PART)", 1, "UNKNOWN_TOPIC_OR_PART")
+            raise KafkaFailed(f"topic {topic} does not exist (UNKNOWN_TOPIC_OR_PART)", REFUSED, "UNKNOWN_TOPIC_OR_PART")
         missing = sorted(set(parts or []) - set(known.partitions))
         if missing:
-            raise KafkaFailed(f"topic {topic} has no partition {missing[0]} (UNKNOWN_TOPIC_OR_PART)", 1,
+            raise KafkaFailed(f"topic {topic} has no partition {missing[0]} (UNKNOWN_TOPIC_OR_PART)", REFUSED,
                               "UNKNOWN_TOPIC_OR_PART")
         chosen += [(topic, p) for p in (parts if parts is not None else sorted(known.partitions))]
     return sorted(set(chosen))
@@ -268,8 +290,8 @@ def _targets(client: AdminClient, args: argparse.Namespace, partitions: list[tup
 
 def _commit(client: AdminClient, args: argparse.Namespace, plan: list[Planned]) -> None:
     request = [ConsumerGroupTopicPartitions(args.group, [TopicPartition(p.topic, p.partition, p.new) for p in plan])]
-    future = client.alter_consumer_group_offsets(request, request_timeout=args.timeout)[args.group]
-    answer = wait_admin(future, args, _phrases(args.group), f"cannot commit the offsets of group {args.group}")
+    answer = call_admin(lambda: client.alter_consumer_group_offsets(request, request_timeout=args.timeout)[args.group],
+                        args, _phrases(args.group), f"cannot commit the offsets of group {args.group}")
     for tp in answer.topic_partitions:
         if tp.error is not None:
             raise Failed(f"cannot commit the offset of group {args.group} on {tp.topic}:{tp.partition}: "
@@ -294,29 +316,33 @@ def _print_plan(args: argparse.Namespace, plan: list[Planned]) -> None:
 
 def delete(args: argparse.Namespace) -> int:
     client = admin_client(args)
-    futures = client.delete_consumer_groups(args.groups, request_timeout=args.timeout)
-    failures: list[Failed] = []
-    deleted = []
-    for group in args.groups:
-        try:
-            wait_admin(futures[group], args, _phrases(group), f"cannot delete group {group}")
-            deleted.append(group)
-        except Failed as failure:
-            failures.append(failure)
+    outcomes = {group: _delete_one(client, args, group) for group in args.groups}
+    deleted = [group for group, failure in outcomes.items() if failure is None]
     if args.output == "json":
         print_json({"deleted": deleted})
     else:
         for group in deleted:
             print(f"deleted group {group}")
-    if failures:
-        raise failures[0]
+    for failure in outcomes.values():
+        if failure is not None:
+            raise failure
     return OK
+
+
+def _delete_one(client: AdminClient, args: argparse.Namespace, group: str) -> Failed | None:
+    try:
+        call_admin(lambda: client.delete_consumer_groups([group], request_timeout=args.timeout)[group], args,
+                   _phrases(group), f"cannot delete group {group}")
+    except Failed as failure:
+        return failure
+    return None
 
 
 # -- command line ------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="martlet group", description=DESCRIPTION)
+    top = argparse.ArgumentParser(prog="martlet group", description=DESCRIPTION, epilog=EXAMPLES,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     subs = top.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
     _subcommand(subs, "list", list_groups, "list the consumer groups",
                 "List the consumer groups with their state (and, where Martlet answers, members and total lag).")

@@ -13,7 +13,18 @@ from typing import Any
 
 from confluent_kafka import TopicCollection
 
-from .common import OK, admin_client, connection_args, human_bytes, martlet_http, print_json, print_table, run, wait_admin
+from .common import (
+    OK,
+    admin_client,
+    connection_args,
+    human_bytes,
+    martlet_http,
+    metadata,
+    print_json,
+    print_table,
+    run,
+    wait_admin,
+)
 
 DESCRIPTION = ("Show the brokers (and which one is the controller), the topic and partition counts and, "
                "against Martlet with its HTTP API answering, the version, memory, store health, connections "
@@ -37,7 +48,7 @@ def status(args: argparse.Namespace) -> int:
 
 def _counts(client: Any, args: argparse.Namespace) -> dict[str, int]:
     """Topics and partitions, internal ones (__consumer_offsets, ...) counted apart."""
-    names = sorted(client.list_topics(timeout=args.timeout).topics)
+    names = sorted(metadata(client, args).topics)
     futures = client.describe_topics(TopicCollection(names), request_timeout=args.timeout) if names else {}
     described = [wait_admin(futures[name], args, {}, f"cannot describe topic {name}") for name in names]
     user = [d for d in described if not d.is_internal]

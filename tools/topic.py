@@ -9,6 +9,7 @@ logical slot range, its checkpoint C and unpersisted bytes) when Martlet's HTTP 
 from __future__ import annotations
 
 import argparse
+import time
 from concurrent.futures import Future
 from typing import Any
 from urllib.parse import quote
@@ -36,6 +37,7 @@ from .common import (
     http_get,
     human_bytes,
     martlet_http,
+    metadata,
     plural,
     print_json,
     print_table,
@@ -43,7 +45,19 @@ from .common import (
     wait_admin,
 )
 
+METADATA_RETRY_S = 0.1  # between Metadata requests while a created topic is not shown yet
 DESCRIPTION = "Create, list, describe, alter and delete topics, and add partitions to them."
+EXAMPLES = """examples:
+  martlet topic create orders --partitions 6 --config retention.ms=604800000
+  martlet topic list
+  martlet topic describe orders
+  martlet topic alter orders --config cleanup.policy=compact --delete-config retention.ms
+  martlet topic add-partitions orders --total 12
+  martlet topic delete orders
+
+Each subcommand has its own help: martlet topic create -h. The broker is --bootstrap
+(default $MARTLET_BOOTSTRAP, else 127.0.0.1:9092). Exit codes: 0 done, 1 refused by the
+broker, 2 bad usage, 3 no broker answered within --timeout."""
 
 
 def _phrases(topic: str) -> dict[str, str]:
@@ -81,19 +95,33 @@ def create(args: argparse.Namespace) -> int:
         if not (args.if_not_exists and failure.error_name == "TOPIC_ALREADY_EXISTS"):
             raise
         created = False
-    partitions = len(client.list_topics(args.name, timeout=args.timeout).topics[args.name].partitions)
+    partitions = wait_partitions(client, args, args.name)
     if args.output == "json":
         print_json({"topic": args.name, "created": created, "partitions": partitions})
     else:
-        print(f"{'created' if created else 'kept existing'} topic {args.name} ({plural(partitions, 'partition')})")
+        count = "" if partitions is None else f" ({plural(partitions, 'partition')})"
+        print(f"{'created' if created else 'kept existing'} topic {args.name}{count}")
     return OK
+
+
+def wait_partitions(client: AdminClient, args: argparse.Namespace, name: str) -> int | None:
+    """The topic's partition count once Metadata shows it (a new topic may take a moment to reach
+    the broker answering), or None after --timeout: then `martlet topic create` still succeeded."""
+    deadline = time.monotonic() + args.timeout
+    while True:
+        found = metadata(client, args, name).topics.get(name)
+        if found is not None and found.error is None and found.partitions:
+            return len(found.partitions)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(METADATA_RETRY_S)
 
 
 # -- list --------------------------------------------------------------------------------------
 
 def list_topics(args: argparse.Namespace) -> int:
     client = admin_client(args)
-    described = describe_all(client, args, sorted(client.list_topics(timeout=args.timeout).topics))
+    described = describe_all(client, args, sorted(metadata(client, args).topics))
     shown = [d for d in described if args.internal or not d.is_internal]
     records = _http_records(args) if martlet_http(args, cluster_id(client, args)) else None
     rows = [_list_row(d, records) for d in shown]
@@ -286,7 +314,8 @@ def add_partitions(args: argparse.Namespace) -> int:
 # -- command line ------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="martlet topic", description=DESCRIPTION)
+    top = argparse.ArgumentParser(prog="martlet topic", description=DESCRIPTION, epilog=EXAMPLES,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     subs = top.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
     _create_parser(subs)
     command = _subcommand(subs, "list", list_topics, "list the topics",
