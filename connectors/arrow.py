@@ -27,7 +27,7 @@ from ..engine.api import LocalStore, Store, Topic, hdfs_store, partition_reader,
 from ..records.control import ControlType
 from ..records.decode import control_marker
 from ..records.header import BatchHeader, iter_batches
-from .columns import HEADER, Columns, columns
+from .columns import HEADER, Columns, binary_array, columns, headers_array
 
 READ_BYTES = 8 << 20  # one read of the store
 ROWS_PER_BATCH = 8_192  # Arrow record batches are cut at about this many rows
@@ -73,9 +73,9 @@ def record_batches(store: Store, topic: Topic, span: Span) -> Iterator[pa.Record
     yield from arrow_batches(Committed(store, topic, span))
 
 
-def arrow_batches(read: Committed) -> Iterator[pa.RecordBatch]:
-    """What `read` gives, as Arrow record batches of about ROWS_PER_BATCH rows."""
-    rows = Rows(read.topic.name, read.span.partition)
+def arrow_batches(read: Committed, unit: str = "ms") -> Iterator[pa.RecordBatch]:
+    """What `read` gives, as Arrow record batches of about ROWS_PER_BATCH rows (timestamps in `unit`)."""
+    rows = Rows(read.topic.name, read.span.partition, unit)
     for piece in read:
         rows.add(piece)
         if len(rows) >= ROWS_PER_BATCH:
@@ -123,7 +123,8 @@ class Committed:
                         yield piece.between(start, stable)
                 elif header.is_transactional:
                     held_from.setdefault(header.producer_id, header.base_offset)
-                    held.setdefault(header.producer_id, []).append(columns(batch, header))
+                    # a copy: a held piece would otherwise keep the whole read it came from alive
+                    held.setdefault(header.producer_id, []).append(columns(bytes(batch), header))
                 elif header.record_count:
                     yield columns(batch, header).between(start, stable)
                 self.reached = min([min(offset, stable), *held_from.values()])
@@ -138,10 +139,13 @@ def _ended(header: BatchHeader, batch: memoryview, held: dict[int, list[Columns]
 
 
 class Rows:
-    """Records of one partition gathered into Arrow columns."""
+    """Records of one partition gathered into Arrow columns, timestamps in `unit` ("ms" as
+    SCHEMA has them, or "us", what Spark takes)."""
 
-    def __init__(self, topic: str, partition: int) -> None:
+    def __init__(self, topic: str, partition: int, unit: str = "ms") -> None:
         self.topic, self.partition = topic, partition
+        self.schema = SCHEMA if unit == "ms" else with_timestamps(unit)
+        self._scale = {"ms": 1, "us": 1_000}[unit]
         self._pieces: list[Columns] = []
         self._count = 0
 
@@ -155,14 +159,21 @@ class Rows:
 
     def take(self) -> pa.RecordBatch:
         pieces, self._pieces, count, self._count = self._pieces, [], self._count, 0
+        timestamps = np.concatenate([p.timestamps for p in pieces]) * self._scale
         arrays = [
-            pa.concat_arrays([p.keys for p in pieces]),
-            pa.concat_arrays([p.values for p in pieces]),
-            pa.array([self.topic] * count, pa.string()),
-            pa.array(np.full(count, self.partition, np.int32)),
+            binary_array([p.keys for p in pieces]),
+            binary_array([p.values for p in pieces]),
+            pa.repeat(pa.scalar(self.topic, pa.string()), count),
+            pa.repeat(pa.scalar(self.partition, pa.int32()), count),
             pa.array(np.concatenate([p.offsets for p in pieces])),
-            pa.array(np.concatenate([p.timestamps for p in pieces])).cast(pa.timestamp("ms", tz="UTC")),
+            pa.array(timestamps, self.schema.field("timestamp").type),
             pa.array(np.concatenate([np.full(len(p), p.kind, np.int32) for p in pieces])),
-            pa.concat_arrays([p.headers for p in pieces]),
+            headers_array(pieces),
         ]
-        return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def with_timestamps(unit: str) -> pa.Schema:
+    """SCHEMA with timestamps in `unit`."""
+    at = SCHEMA.get_field_index("timestamp")
+    return SCHEMA.set(at, pa.field("timestamp", pa.timestamp(unit, tz="UTC")))

@@ -119,8 +119,7 @@ def read_split(options: Options, split: InputPartition) -> Iterator[pa.RecordBat
     assert isinstance(split, Split)
     store, topic = options.open()
     read = Committed(store, topic, Span(split.partition, split.start, split.end))
-    for batch in arrow_batches(read):
-        yield batch.set_column(5, "timestamp", batch.column(5).cast(pa.timestamp("us", tz="UTC")))
+    yield from arrow_batches(read, "us")
     if read.reached < split.end:
         raise RuntimeError(f"{topic.name} partition {split.partition}: the store shows offsets up to {read.reached}, "
                            f"not yet to {split.end} (on HDFS a segment's unfinished block shows once its broker "
