@@ -32,11 +32,23 @@ from typing import Any
 from confluent_kafka import OFFSET_STORED, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Message as KafkaMessage
 
-from .common import USAGE, Failed, ProgressBar, connection_args, fail, kafka_config, kafka_failed, run, topic_partitions
+from .common import (
+    UNREACHABLE,
+    USAGE,
+    Failed,
+    ProgressBar,
+    connection_args,
+    fail,
+    kafka_config,
+    kafka_failed,
+    run,
+    topic_partitions,
+)
 from .formats import FormatError, Headers, Message, Render, renderer, unescape
 
 POLL_S = 0.2  # the longest a consume call waits: Ctrl-C and --timeout-idle are seen this soon
 BATCH_MAX = 500  # records taken from librdkafka at a time
+JOIN_ALLOWANCE_S = 20.0  # a member waits --timeout and this long for its first assignment (rebalance delays)
 COMMIT_EVERY_S = 5.0  # a group commits what it printed this often, and when it stops
 GROUPLESS_ID = "martlet-consume"  # librdkafka wants a group.id even to assign partitions, which joins no group
 STOP_ERRORS = frozenset({"UNKNOWN_TOPIC_OR_PART", "TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED",
@@ -193,8 +205,12 @@ class Session:
         return (self.args.count is not None and self.count >= self.args.count) or self.reading.finished()
 
     def loop(self, bar: ProgressBar) -> None:
-        idle_since = time.monotonic()
+        idle_since = join_by = time.monotonic()
+        join_by += self.args.timeout + JOIN_ALLOWANCE_S
         while not self.finished():
+            if not self.reading.assigned and time.monotonic() > join_by:
+                fail(f"group {self.args.group!r}: no partitions assigned within {self.args.timeout + JOIN_ALLOWANCE_S:g} s",
+                     UNREACHABLE)
             wanted = BATCH_MAX if self.args.count is None else min(BATCH_MAX, self.args.count - self.count)
             printed = self.print_batch(self.consumer.consume(wanted, POLL_S))
             now = time.monotonic()

@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--acks", choices=("0", "1", "all"), default="all", help="acknowledgements to wait for (all)")
     parser.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"), default="none")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="a progress bar on standard error (default: with --file, or when standard error is a terminal)")
+                        help="a progress bar on standard error (default: with --file, or for piped lines when "
+                             "standard error is a terminal)")
     connection_args(parser)
     return parser
 
@@ -150,7 +151,7 @@ def _send_lines(args: argparse.Namespace, parse: LineParser, sender: Sender) -> 
     source: IO[bytes] = open(args.file, "rb") if args.file else sys.stdin.buffer
     try:
         size = args.file.stat().st_size if args.file else None
-        shown = args.progress if args.progress is not None else bool(args.file) or sys.stderr.isatty()
+        shown = args.progress if args.progress is not None else _bar_by_default(args)
         with ProgressBar(shown, f"producing to {args.topic}", size, "bytes" if size is not None else "records") as bar:
             for number, line in enumerate(source, 1):
                 try:
@@ -165,6 +166,11 @@ def _send_lines(args: argparse.Namespace, parse: LineParser, sender: Sender) -> 
     finally:
         if args.file:
             source.close()
+
+
+def _bar_by_default(args: argparse.Namespace) -> bool:
+    """With --file; or for piped lines when standard error is a terminal (not while a user types them)."""
+    return bool(args.file) or (sys.stderr.isatty() and not sys.stdin.isatty())
 
 
 def _summary(args: argparse.Namespace, deliveries: Deliveries) -> None:

@@ -117,6 +117,8 @@ def test_key_separator_headers_and_a_format_string(bootstrap: str) -> None:
     assert printed == [f"{topic}|0|0|k1|v1|2|2|a=1,b=x=y", f"{topic}|0|1||no key|-1|6|a=1,b=x=y",
                        f"{topic}|0|2|k3|v:3|2|3|a=1,b=x=y"]
     assert lines(bootstrap, "consume", topic, "--key", "--key-separator", "=") == ["k1=v1", "=no key", "k3=v:3"]
+    as_json = [json.loads(line) for line in lines(bootstrap, "consume", topic, "--output", "json", "--no-key")]
+    assert [(r["value"], "key" in r) for r in as_json] == [("v1", False), ("no key", False), ("v:3", False)]
     timestamps = lines(bootstrap, "consume", topic, "--format", "%T\\n")
     assert all(abs(int(ms) - time.time() * 1000) < 600_000 for ms in timestamps)
 
@@ -243,3 +245,11 @@ def test_ctrl_c_ends_a_group_consume_cleanly_and_commits_what_it_printed(martlet
     assert [line.decode() for line in printed] == SEQ_100.splitlines(keepends=True)
     martlet_cli(martlet_bootstrap, "produce", topic, stdin="101\n")
     assert lines(martlet_bootstrap, "consume", topic, "--group", group, "--partition", "0") == ["101"]
+
+
+def test_an_idle_timeout_ends_a_consume_that_waits_for_more(martlet_bootstrap: str) -> None:
+    topic = new_topic(martlet_bootstrap)
+    martlet_cli(martlet_bootstrap, "produce", topic, stdin="a\nb\n")
+    started = time.monotonic()
+    assert lines(martlet_bootstrap, "consume", topic, "--count", "5", "--timeout-idle", "1") == ["a", "b"]
+    assert 1 <= time.monotonic() - started < RUN_TIMEOUT_S
