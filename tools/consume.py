@@ -9,15 +9,16 @@ MS (the first record at or after it) or --from-end. Without --group, the partiti
 --partition ...) are assigned directly, from the beginning unless told otherwise, and nothing
 is committed. With --group, the command subscribes as a member of that group: it goes on from
 the group's committed offsets (where there are none, from the beginning with --from-beginning,
-else from the end, as Kafka's auto.offset.reset), --offset, --from-timestamp or --from-end move
-every partition it is given, and it commits the offsets of what it printed (not with --no-commit), also when stopped
-by Ctrl-C. --group with --partition assigns those partitions and commits as the group.
+else from the end, as Kafka's auto.offset.reset); --offset, --from-timestamp or --from-end move
+every partition it is given; it commits the offsets of what it printed (not with --no-commit),
+also when stopped by Ctrl-C. --group with --partition assigns those partitions and commits as
+the group.
 
 When it stops: after --count records; without --count and --follow, once every partition has
 reached the high watermark it had when assigned (what was there when the command started, as
 kcat -e); with --follow, never (Ctrl-C); with --timeout-idle S, also after S seconds without a
-record. Formats (--format raw, json or a format string) are in tools/formats.py. A summary line
-goes to standard error.
+record. Formats (--format raw, json or a format string) are in tools/formats.py; --output json
+without --format is --format json. A summary line goes to standard error.
 """
 
 from __future__ import annotations
