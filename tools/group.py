@@ -128,7 +128,7 @@ def _described(client: AdminClient, args: argparse.Namespace, group: str) -> dic
     members = [_member(m) for m in description.members]
     owners = {(a["topic"], a["partition"]): m["member_id"] for m in members for a in m["assignment"]}
     partitions = sorted(set(committed) | set(owners))
-    ends = high_watermarks(client, args, partitions)
+    ends = _known_high_watermarks(client, args, partitions)
     offsets = [_offset_row(tp, committed.get(tp), ends.get(tp), owners.get(tp)) for tp in partitions]
     return {"group_id": group, "state": _state(description.state),
             "protocol_type": "" if description.is_simple_consumer_group else "consumer",
@@ -185,6 +185,15 @@ def high_watermarks(client: AdminClient, args: argparse.Namespace, partitions: l
             for tp, f in futures.items()}
 
 
+def _known_high_watermarks(client: AdminClient, args: argparse.Namespace,
+                           partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """High watermarks of the partitions that still exist: a group keeps its offsets of a deleted
+    topic, shown without a high watermark or lag (as kafka-consumer-groups.sh shows them)."""
+    topics = metadata(client, args).topics
+    known = [(t, p) for t, p in partitions if t in topics and p in topics[t].partitions]
+    return high_watermarks(client, args, known)
+
+
 def _print_group(group: dict[str, Any]) -> None:
     print(f"Group {group['group_id']}: {group['state']}, protocol {group['protocol'] or '-'}, "
           f"coordinator {group['coordinator']}, total lag {group['lag']}")
@@ -193,7 +202,7 @@ def _print_group(group: dict[str, Any]) -> None:
         print_table(None, ["MEMBER", "CLIENT ID", "HOST", "ASSIGNMENT"], rows)
     else:
         print("no active members")
-    offset_rows = [[o["topic"], o["partition"], _or_dash(o["committed"]), o["high_watermark"], _or_dash(o["lag"]),
+    offset_rows = [[o["topic"], o["partition"], _or_dash(o["committed"]), _or_dash(o["high_watermark"]), _or_dash(o["lag"]),
                     o["member_id"] or "-"] for o in group["offsets"]]
     print_table(None, ["TOPIC", "PARTITION", "COMMITTED", "HIGH WATERMARK", "LAG", "MEMBER"], offset_rows)
 

@@ -73,11 +73,12 @@ def _phrases(topic: str) -> dict[str, str]:
 # -- create ------------------------------------------------------------------------------------
 
 def config_pairs(pairs: list[str] | None) -> dict[str, str]:
-    """`k=v` strings as a dict (argparse's type=, so a bad pair is a usage error)."""
+    """KEY=VALUE strings (checked by config_pair) as a dict."""
     return dict(pair.split("=", 1) for pair in pairs or [])
 
 
 def config_pair(text: str) -> str:
+    """argparse's type= of --config: a pair without "=" is a usage error (exit 2)."""
     if "=" not in text or text.startswith("="):
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return text
@@ -354,7 +355,8 @@ def _create_parser(subs: Any) -> None:
     command.add_argument("name", metavar="NAME", help="the topic's name")
     command.add_argument("--partitions", "-p", type=int, default=-1, metavar="N", help="partition count")
     command.add_argument("--replication-factor", "-r", type=int, default=-1, metavar="R",
-                         help="copies of each partition (Martlet keeps one copy in its store: 1)")
+                         help="replicas listed per partition, up to the number of brokers (Martlet keeps one "
+                              "copy, in its store, whatever the factor)")
     command.add_argument("--config", "-c", action="append", type=config_pair, metavar="KEY=VALUE",
                          help="a topic config such as retention.ms=86400000 (repeatable)")
     command.add_argument("--if-not-exists", action="store_true", help="an existing topic is not an error")
