@@ -83,6 +83,9 @@ def run(main: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> 
         return failure.code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader of standard output went away (| head): a normal end
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush does not fail again
+        return OK
 
 
 def fail(message: str, code: int = REFUSED) -> NoReturn:
