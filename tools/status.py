@@ -58,8 +58,8 @@ def _counts(client: Any, args: argparse.Namespace) -> dict[str, int]:
 
 
 def _print_status(answer: dict[str, Any]) -> None:
-    rows = [[b["node_id"], f"{b['host']}:{b['port']}", "yes" if b["controller"] else ""] for b in answer["brokers"]]
-    print_table(f"Cluster {answer['cluster_id']}", ["BROKER", "ADDRESS", "CONTROLLER"], rows)
+    print(f"Cluster {answer['cluster_id']}")
+    _print_brokers(answer["brokers"], answer["martlet"])
     facts: list[tuple[str, object]] = [
         ("topics", answer["topics"]), ("partitions", answer["partitions"]),
         ("internal topics", f"{answer['internal_topics']} ({answer['internal_partitions']} partitions)"),
@@ -67,7 +67,19 @@ def _print_status(answer: dict[str, Any]) -> None:
     martlet = answer["martlet"]
     unknown = [("martlet", "no Martlet HTTP API of this cluster answered (see --http)")]
     facts += _martlet_facts(martlet) if martlet is not None else unknown
-    print_table(None, ["", ""], facts)
+    print_table(None, ["", "VALUE"], facts)
+
+
+def _print_brokers(brokers: list[dict[str, Any]], martlet: dict[str, Any] | None) -> None:
+    """Kafka's view of the brokers; with Martlet's, each one's HTTP address and partitions led."""
+    columns = ["BROKER", "ADDRESS", "CONTROLLER"]
+    rows: list[list[object]] = [[b["node_id"], f"{b['host']}:{b['port']}", "yes" if b["controller"] else ""]
+                                for b in brokers]
+    if martlet is not None:
+        known = {b.get("node_id"): b for b in martlet.get("brokers", [])}
+        columns += ["HTTP", "PARTITIONS"]
+        rows = [row + [known.get(row[0], {}).get("http"), known.get(row[0], {}).get("partitions")] for row in rows]
+    print_table(None, columns, rows)
 
 
 def _martlet_facts(martlet: dict[str, Any]) -> list[tuple[str, object]]:

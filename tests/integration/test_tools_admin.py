@@ -303,7 +303,9 @@ def test_status(endpoint: Endpoint) -> None:
     assert status["cluster_id"] == cluster.cluster_id
     assert [(b["node_id"], b["host"], b["port"]) for b in status["brokers"]] == [(n.id, n.host, n.port) for n in cluster.nodes]
     assert [b["controller"] for b in status["brokers"]] == [n.id == cluster.controller.id for n in cluster.nodes]
-    assert status["internal_topics"] >= 1 and status["topics"] >= 0
+    topics = admin(endpoint).list_topics(timeout=CLIENT_TIMEOUT_S).topics  # no topic is made or deleted meanwhile
+    assert status["topics"] + status["internal_topics"] == len(topics)
+    assert status["partitions"] + status["internal_partitions"] == sum(len(t.partitions) for t in topics.values())
     if endpoint.name == "reference":
         assert status["martlet"] is None
         return
@@ -311,7 +313,7 @@ def test_status(endpoint: Endpoint) -> None:
     assert martlet["kafka"] == endpoint.bootstrap and martlet["version"]
     assert martlet["store"]["healthy"] is True and martlet["memory"]["budget_bytes"] > 0
     text = cli(endpoint, "status").stdout
-    assert "store health" in text and "healthy" in text and endpoint.bootstrap in text
+    assert "store health" in text and "healthy" in text and endpoint.bootstrap in text and endpoint.http in text
 
 
 # -- Martlet's own facts -----------------------------------------------------------------------
