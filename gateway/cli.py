@@ -6,11 +6,13 @@ import argparse
 import asyncio
 import sys
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from ..engine.api import Store, errors
-from .config import ConfigError, load, with_http, with_listen, with_store
 from .logs import FORMATS, LEVELS
 from .logs import configure as configure_logs
+
+if TYPE_CHECKING:  # the engine loads only for the commands that run one: the tools start faster without it
+    from ..engine.api import Store
 
 # The operator's commands (tools/): each speaks the Kafka protocol to --bootstrap.
 TOOLS = {
@@ -96,7 +98,9 @@ def _log_args(command: argparse.ArgumentParser) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from ..engine.api import errors
     from .app import Broker, run_until_signalled
+    from .config import ConfigError, load, with_http, with_listen, with_store
 
     configure_logs(args.log_format, args.log_level)
     try:
@@ -126,6 +130,7 @@ def run_admin(args: argparse.Namespace) -> int:
     import signal
 
     from ..engine.api import admin
+    from .config import ConfigError
 
     configure_logs(args.log_format, args.log_level)
     try:
