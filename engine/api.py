@@ -35,8 +35,10 @@ from .partitions import Appended, Durability, PartitionInfo, Partitions
 from .producer_ids import ProducerIds
 from .service import Engine
 from .settings import EngineSettings
+from .stats import LatencyHistogram, StoreStats
 from .store.base import Store, location
 from .store.local import LocalStore
+from .store.timed import TimedStore
 from .stored import partition_reader, stored_topic, stored_topics
 from .topics import Topics
 from .transactions.service import Answer as TxnAnswer
@@ -47,6 +49,11 @@ from .types import TopicPartition
 if TYPE_CHECKING:
     from .admin.leader import Admin
     from .coordination.member import ZooKeeperCluster
+
+def timed_store(store: Store, stats: StoreStats) -> Store:
+    """`store` with every call's latency and failures counted in `stats` (engine/store/timed.py)."""
+    return TimedStore(store, stats)
+
 
 def memory_use(engine: Engine) -> tuple[int, int]:
     """(bytes of the memory pool in use, its budget): unpersisted tails, persisted tails, cached blocks."""
@@ -89,5 +96,6 @@ __all__ = [
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
     "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "RemoteMarkers", "Transactions", "TxnAnswer", "TxnError",
     "TxnMetadata", "TxnState", "admin", "cluster_member", "errors",
+    "LatencyHistogram", "StoreStats", "timed_store",
     "hdfs_store", "memory_use", "partition_reader", "store_location", "stored_topic", "stored_topics",
 ]

@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import replace
 
-from ..engine.api import Engine, EngineSettings, LocalStore, Store, cluster_member, hdfs_store
+from ..engine.api import Engine, EngineSettings, LocalStore, Store, StoreStats, cluster_member, hdfs_store, timed_store
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
@@ -31,7 +31,9 @@ class Broker:
         os.makedirs(config.data_dir, exist_ok=True)
         local = LocalStore(config.data_dir)
         self._lock = local.lock(LOCK_PATH)
-        self.store: Store = local if config.store is None else _hdfs_store(config.store, config.engine)
+        self.store_stats = StoreStats()  # every store call timed, for /metrics and the status page
+        self.store: Store = timed_store(local if config.store is None else _hdfs_store(config.store, config.engine),
+                                        self.store_stats)
         # In a cluster the ZooKeeper view decides what this broker serves; else it serves everything.
         self.member = None if config.zookeeper is None else cluster_member(config.zookeeper,
                                                                            config.zookeeper_session_ms)
@@ -50,7 +52,8 @@ class Broker:
             self.engine.follow_cluster(self.member)
         settings = self.config.gateway
         ctx = Context.of(self.engine, settings, self.engine.cluster_id, apis())
-        self.server = Server(Dispatcher(ctx, apis()), settings.frame_bytes_max)
+        self.dispatcher = Dispatcher(ctx, apis())
+        self.server = Server(self.dispatcher, settings.frame_bytes_max)
         self.address = await self.server.start(settings.listen_host, settings.listen_port)
         ctx.settings = _advertise(settings, self.config.advertised, self.address)
         if self.member is not None:
@@ -65,10 +68,9 @@ class Broker:
 
     async def _start_http(self, ctx: Context) -> None:
         assert self.server is not None and self.address is not None
-        server = self.server
         kind = "local" if self.config.store is None else "hdfs"
-        self.http = HttpState(ctx, self.engine, f"{self.address[0]}:{self.address[1]}", kind,
-                              lambda: server.connection_count)
+        self.http = HttpState(ctx, self.engine, f"{self.address[0]}:{self.address[1]}", kind, self.server,
+                              self.dispatcher.stats, self.store_stats)
         self.http_server = await start_http(self.http, self.config.http_listen)
 
     async def stop(self) -> None:

@@ -1,13 +1,18 @@
-"""From one request frame to one response frame, as buffers (or none, for acks=0). No sockets here."""
+"""From one request frame to one response frame, as buffers (or none, for acks=0). No sockets here.
+
+Each handled request adds its handling time and its answer's error codes to `stats`
+(gateway/http/stats.py), which /metrics reads."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from .context import Context
 from .handlers.api import Api
 from .handlers.versions import unsupported_version_answer
+from .http.stats import RequestStats
 from .protocol.apis import ApiKey
 from .protocol.codec import (
     ProtocolError,
@@ -26,6 +31,7 @@ class Dispatcher:
     def __init__(self, ctx: Context, apis: Mapping[ApiKey, Api]) -> None:
         self.ctx = ctx
         self.apis = {int(key): api for key, api in apis.items()}  # by number: no enum lookup per request
+        self.stats = RequestStats()
 
     async def handle(self, frame: bytes | bytearray | memoryview, client_host: str = "") -> Buffers | None:
         """The response frame as buffers to write in order (None: no answer, acks=0)."""
@@ -39,7 +45,12 @@ class Dispatcher:
                 return [encode_response(peeked, build(response_type(ApiKey.API_VERSIONS, 0), answer))]
             raise ProtocolError(f"api {peeked.api_key} version {peeked.api_version} is not supported")
         header, body = _decode(api, frame, peeked.api_version, client_host)
-        answer = await api.handler(self.ctx, header, body)
+        started = time.perf_counter()
+        handled: object = None
+        try:
+            answer = handled = await api.handler(self.ctx, header, body)
+        finally:
+            self.stats.handled(peeked.api_key, time.perf_counter() - started, handled)
         if answer is None:
             return None
         if api.codec is not None and api.codec.encode is not None:

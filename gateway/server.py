@@ -40,6 +40,7 @@ class Server:
         self.frame_bytes_max = frame_bytes_max
         self._server: asyncio.Server | None = None
         self._connections: set[Connection] = set()
+        self.accepted = 0  # connections since start (/metrics)
 
     @property
     def connection_count(self) -> int:
@@ -88,6 +89,7 @@ class Connection(asyncio.BufferedProtocol):
         if isinstance(self.peer, tuple):
             self.client_host = f"/{self.peer[0]}"  # Kafka shows hosts as "/address"
         self.server._connections.add(self)
+        self.server.accepted += 1
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
     def get_buffer(self, sizehint: int) -> memoryview:

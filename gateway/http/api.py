@@ -70,11 +70,12 @@ def status_doc(state: HttpState) -> Json:
         "version": state.version, "cluster_id": ctx.cluster_id, "node_id": ctx.node_id, "kafka": state.kafka,
         "brokers": broker_rows(state), "topics": sum(1 for _ in ctx.topics),
         "partitions": sum(topic.partition_count for topic in ctx.topics),
-        "groups": len(ctx.groups.listing()), "connections": state.connections(),
+        "groups": len(ctx.groups.listing()), "connections": state.kafka_server.connection_count,
         "uptime_s": round(time.monotonic() - state.started_s, 3),
         "memory": {"used_bytes": used, "budget_bytes": budget},
-        "store": {"kind": state.store_kind, "location": store_location(state.engine.store), "healthy": True,
-                  "last_error": None, "unpersisted_bytes": sum(info.unpersisted_bytes for info in infos.values())},
+        "store": {"kind": state.store_kind, "location": store_location(state.engine.store),
+                  "healthy": state.store_stats.healthy, "last_error": state.store_stats.last_error,
+                  "unpersisted_bytes": sum(info.unpersisted_bytes for info in infos.values())},
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from ..config import HTTP_DEFAULT, parse_address
-from . import api, groups, messages, static
+from . import api, groups, messages, metrics, static
 from .routes import Router
 from .server import HttpServer
 from .state import HttpState
@@ -18,6 +18,7 @@ def router_for(state: HttpState, history: groups.LagHistory) -> Router:
     api.add_routes(router, state)
     groups.add_routes(router, state, history)
     messages.add_routes(router, state)
+    metrics.add_routes(router, state)
     static.add_routes(router)
     return router
 
@@ -52,5 +53,6 @@ async def start_http(state: HttpState, listen: str) -> HttpPort | None:
                        listen, error.strerror or error)
         return None
     state.http = f"{bound[0]}:{bound[1]}"
+    state.http_connections = lambda: (server.connections, server.accepted)
     history.start()
     return HttpPort(server, history)

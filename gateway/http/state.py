@@ -8,8 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
-from ...engine.api import Engine
+from ...engine.api import Engine, StoreStats
 from ..context import Context
+from ..server import Server
+from .stats import RequestStats
 
 
 def martlet_version() -> str:
@@ -25,7 +27,10 @@ class HttpState:
     engine: Engine
     kafka: str  # the Kafka listener, "host:port" as bound
     store_kind: str  # "local" or "hdfs"
-    connections: Callable[[], int]  # open Kafka connections
+    kafka_server: Server  # its connections
+    requests: RequestStats  # the dispatcher's counts
+    store_stats: StoreStats = field(default_factory=StoreStats)
     http: str | None = None  # this port, "host:port", once bound
+    http_connections: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (open, accepted) on this port
     started_s: float = field(default_factory=time.monotonic)
     version: str = field(default_factory=martlet_version)

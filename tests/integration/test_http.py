@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures.martlet import MartletProcess, wait_until
 from tests.integration.clients import (
@@ -304,6 +305,84 @@ def test_messages_of_a_producer_with_odd_bytes(martlet: MartletProcess) -> None:
     (row,) = get_json(martlet.http, f"/api/v1/messages?topic={topic}&partition=0")["messages"]  # type: ignore[misc]
     assert row["key"] == "\ufffd\ufffd" and row["headers"] == [["h", "\x00\ufffd"]]
     assert row["value_bytes"] == 140_000 and row["truncated"] is True and row["value"] == "é" * (64 << 10)
+
+
+# -- metrics
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(address: str) -> Samples:
+    """Every sample of /metrics by (name, sorted labels); the text must parse."""
+    status, content_type, body = call(address, "GET", "/metrics")
+    assert status == 200 and content_type.startswith("text/plain; version=")
+    samples: Samples = {}
+    for family in text_string_to_metric_families(body.decode()):
+        assert family.name.startswith("martlet_"), family.name
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_metrics_scraped_during_load(martlet: MartletProcess) -> None:
+    """Rounds of 2,000 produced records (acks=all) and some consumed by a group, /metrics
+    scraped after each while the clients stay connected."""
+    topic, group = unique_topic("http-metrics"), unique_topic("http-metrics-group")
+    confluent_create_topic(martlet.bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": martlet.bootstrap, "acks": "all", "linger.ms": 2})
+    consumer = Consumer({"bootstrap.servers": martlet.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": True, "auto.commit.interval.ms": 100})
+    scrapes, produced = [], 0
+    try:
+        consumer.subscribe([topic])
+        for _ in range(4):
+            for seq in range(2_000):
+                producer.produce(topic, key=b"k%d" % (seq % 50), value=b"v" * 100)
+                producer.poll(0)
+            assert producer.flush(60) == 0
+            produced += 2_000
+            deadline, read = Deadline(30), 0
+            while read < 1_000 and not deadline.passed:
+                read += sum(1 for m in consumer.consume(500, timeout=0.5) if m.error() is None)
+            scrapes.append(scrape(martlet.http))
+    finally:
+        consumer.close()
+    AdminClient({"bootstrap.servers": martlet.bootstrap}).list_topics("http-metrics-no-such-topic", timeout=10)
+    last = scrape(martlet.http)
+
+    for name, labels in [("martlet_kafka_requests_total", {"api": "Produce"}),
+                         ("martlet_kafka_requests_total", {"api": "Fetch"}),
+                         ("martlet_kafka_request_duration_seconds_count", {"api": "Produce"}),
+                         ("martlet_topic_records_in_total", {"topic": topic}),
+                         ("martlet_topic_bytes_in_total", {"topic": topic}),
+                         ("martlet_topic_records_out_total", {"topic": topic}),
+                         ("martlet_topic_bytes_out_total", {"topic": topic}),
+                         ("martlet_store_call_duration_seconds_count", {"operation": "write"})]:
+        seen = [value(samples, name, **labels) for samples in scrapes]
+        assert all(a <= b for a, b in zip(seen, seen[1:])) and seen[0] < seen[-1], (name, labels, seen)
+    assert value(scrapes[-1], "martlet_topic_records_in_total", topic=topic) == produced
+    assert value(last, "martlet_kafka_request_errors_total", api="Metadata", error="UNKNOWN_TOPIC_OR_PARTITION") >= 1
+
+    buckets = [v for (name, labels), v in last.items()
+               if name == "martlet_kafka_request_duration_seconds_bucket" and ("api", "Produce") in labels]
+    assert buckets == sorted(buckets) and buckets[-1] == value(last, "martlet_kafka_request_duration_seconds_count",
+                                                               api="Produce")
+    high = sum(value(last, "martlet_partition_high_watermark", topic=topic, partition=str(p)) for p in (0, 1))
+    assert high == produced
+    for p in ("0", "1"):
+        assert value(last, "martlet_partition_checkpoint", topic=topic, partition=p) == value(
+            last, "martlet_partition_high_watermark", topic=topic, partition=p)
+        assert ("martlet_partition_unpersisted_bytes", (("partition", p), ("topic", topic))) in last
+        assert ("martlet_group_lag_records", (("group", group), ("partition", p), ("topic", topic))) in last
+    assert value(last, "martlet_connections_accepted_total", listener="kafka") >= 2
+    assert value(last, "martlet_connections", listener="http") >= 1
+    assert 0 < value(last, "martlet_memory_used_bytes") <= value(last, "martlet_memory_budget_bytes")
+    assert value(last, "martlet_store_healthy") == 1 and value(last, "martlet_store_call_failures_total",
+                                                                operation="write") == 0
 
 
 # -- bad requests
