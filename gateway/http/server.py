@@ -5,6 +5,7 @@ announces (at most BODY_BYTES_MAX), hands the request to the router and writes t
 connections are kept alive unless the client says otherwise, and closed after IDLE_S without a
 request. A malformed request is answered with its 4xx status and the connection closed; an
 endpoint's own failure is answered 500 (routes.py). Nothing a client sends ends the server.
+At most CONNECTIONS_MAX connections are served at once; one more is answered 503 and closed.
 """
 
 from __future__ import annotations
@@ -20,11 +21,15 @@ logger = logging.getLogger(__name__)
 IDLE_S = 60.0  # a kept-alive connection without a request is closed after this
 BODY_S = 30.0  # the longest a body may take to arrive once its head has
 END = b"\r\n\r\n"
+CONNECTIONS_MAX = 256
+LINGER_S = 2.0  # after an error answer, how long what the client still sends is read and dropped
+LINGER_BYTES = 1 << 20
 
 
 class HttpServer:
-    def __init__(self, router: Router) -> None:
+    def __init__(self, router: Router, connections_max: int = CONNECTIONS_MAX) -> None:
         self.router = router
+        self.connections_max = connections_max
         self.connections = 0  # open now
         self.accepted = 0  # since start
         self._server: asyncio.Server | None = None
@@ -50,6 +55,10 @@ class HttpServer:
         self.connections += 1
         self.accepted += 1
         try:
+            if self.connections > self.connections_max:
+                await _answer(writer, error_response(503, "too many connections"), False)
+                await _linger(reader, writer)
+                return
             await self._serve(reader, writer)
         except (ConnectionError, asyncio.CancelledError):
             pass
@@ -64,6 +73,7 @@ class HttpServer:
                 head_bytes = await asyncio.wait_for(reader.readuntil(END), IDLE_S)
             except asyncio.LimitOverrunError:
                 await _answer(writer, error_response(431, "request head too large"), False)
+                await _linger(reader, writer)
                 return
             except (asyncio.IncompleteReadError, TimeoutError):
                 return
@@ -80,6 +90,7 @@ class HttpServer:
         except BadRequest as bad:
             logger.info("bad HTTP request from %s: %s", writer.get_extra_info("peername"), bad)
             await _answer(writer, error_response(bad.status, str(bad)), False)
+            await _linger(reader, writer)
             return False
         except (asyncio.IncompleteReadError, TimeoutError):
             return False
@@ -91,3 +102,18 @@ class HttpServer:
 async def _answer(writer: asyncio.StreamWriter, response: Response, keep_alive: bool, head_only: bool = False) -> None:
     writer.write(response.encode(keep_alive, head_only))
     await writer.drain()
+
+
+async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Before closing after an error answer: stop writing, then read and drop what the client
+    still sends (bounded), so the close does not reset the connection before the client has
+    read the answer (RFC 9112, 9.6)."""
+    if writer.can_write_eof():
+        writer.write_eof()
+    try:
+        async with asyncio.timeout(LINGER_S):
+            dropped = 0
+            while dropped < LINGER_BYTES and (chunk := await reader.read(65536)):
+                dropped += len(chunk)
+    except (TimeoutError, ConnectionError):
+        pass

@@ -410,6 +410,49 @@ def test_a_huge_head_is_refused_and_keep_alive_serves_several_requests(martlet: 
     assert answers.count(b"HTTP/1.1 200 OK") == 2
 
 
+def test_connections_beyond_the_limit_are_answered_503() -> None:
+    """An HttpServer of its own (limit 2) on this test's event loop."""
+    import asyncio
+
+    from martlet.gateway.http.response import json_response
+    from martlet.gateway.http.routes import Router
+    from martlet.gateway.http.server import HttpServer
+
+    async def scenario() -> list[bytes]:
+        router = Router()
+
+        async def hello(_request: object, _args: tuple[str, ...]) -> object:
+            return json_response({"hello": 1})
+
+        router.add("GET", "/", hello)  # type: ignore[arg-type]
+        server = HttpServer(router, connections_max=2)
+        host, port = await server.start("127.0.0.1", 0)
+        held = [await asyncio.open_connection(host, port) for _ in range(2)]
+        try:
+            await asyncio.wait_for(_until(lambda: server.connections == 2), HTTP_TIMEOUT_S)
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            refused = await asyncio.wait_for(reader.read(), HTTP_TIMEOUT_S)
+            writer.close()
+            held[0][1].write(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            served = await asyncio.wait_for(held[0][0].read(), HTTP_TIMEOUT_S)
+            return [refused, served]
+        finally:
+            for _, w in held:
+                w.close()
+            await server.stop()
+
+    refused, served = asyncio.run(scenario())
+    assert refused.startswith(b"HTTP/1.1 503 ") and served.startswith(b"HTTP/1.1 200 OK")
+
+
+async def _until(condition: object) -> None:
+    import asyncio
+
+    while not condition():  # type: ignore[operator]
+        await asyncio.sleep(0.01)
+
+
 # -- binding the port
 
 def test_the_default_port_taken_gives_a_warning(martlet_process, tmp_path: Path) -> None:
