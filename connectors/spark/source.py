@@ -24,6 +24,8 @@ goes on exactly where it stopped; partitions added to the topic are picked up fr
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -38,6 +40,8 @@ from ..arrow import Committed, Span, arrow_batches, open_store, span_end
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int, headers array<struct<key:string,value:binary>>")
 EARLIEST, LATEST = -2, -1  # as in Spark's Kafka offsets JSON
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+TRIM_THRESHOLD_BYTES, MMAP_THRESHOLD_BYTES = 64 << 20, 32 << 20  # what a Spark worker sets: keep_freed_memory
 Offsets = dict[str, int]  # partition (as text, for JSON) -> offset
 
 
@@ -117,6 +121,7 @@ def read_split(options: Options, split: InputPartition) -> Iterator[pa.RecordBat
     """The rows of one split; an error (Spark retries the task) when the store does not show
     the whole split yet: on HDFS a broker's unfinished block shows once it is finished."""
     assert isinstance(split, Split)
+    keep_freed_memory()
     store, topic = options.open()
     read = Committed(store, topic, Span(split.partition, split.start, split.end))
     yield from arrow_batches(read, "us")
@@ -124,6 +129,22 @@ def read_split(options: Options, split: InputPartition) -> Iterator[pa.RecordBat
         raise RuntimeError(f"{topic.name} partition {split.partition}: the store shows offsets up to {read.reached}, "
                            f"not yet to {split.end} (on HDFS a segment's unfinished block shows once its broker "
                            f"finishes or rolls it); try again")
+
+
+@functools.cache
+def keep_freed_memory() -> None:
+    """Have glibc keep freed memory in this Python worker instead of handing it back.
+
+    A read allocates and frees buffers of about 8 MB all the time (each store read, each Arrow
+    batch's values). By default glibc maps such a buffer afresh or trims the heap after it, so
+    every page of the next one faults in zeroed again: on 200 MB of 1 KB records, 38,000 page
+    faults and 0.20 CPU-s for the whole read, against 0 faults and 0.13 CPU-s with these
+    thresholds. A Spark Python worker lives on for more tasks; what it keeps is at most
+    TRIM_THRESHOLD_BYTES above what it uses. Without glibc (no mallopt) nothing changes."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # the C library this interpreter runs on
+    if mallopt is not None:
+        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
 
 
 class BatchReader(DataSourceReader):
