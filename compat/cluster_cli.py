@@ -235,7 +235,7 @@ def cluster_state(cluster: LocalCluster, workdir: Path) -> dict[str, Any]:
         "store": cluster.store_url,
         "bootstrap": cluster.bootstrap,
         "admins": [{"index": a.index, "log": str(a.log_path), **_process_entry(a.pid)} for a in cluster.admins],
-        "brokers": [{"index": b.index, "port": b.port, "log": str(b.log_path), **_process_entry(b.pid)}
+        "brokers": [{"index": b.index, "port": b.port, "http": b.http_port, "log": str(b.log_path), **_process_entry(b.pid)}
                     for b in cluster.brokers],
     }  # fmt: skip
 
@@ -303,7 +303,8 @@ def _detail(role: str, entry: dict[str, Any], alive: bool) -> str:
         return entry["url"]
     if role.startswith("broker"):
         serving = alive and port_open("127.0.0.1", entry["port"], timeout=1.0)
-        return f"127.0.0.1:{entry['port']} ({'open' if serving else 'closed'})"
+        http = f", console http://127.0.0.1:{entry['http']}/" if entry.get("http") else ""
+        return f"127.0.0.1:{entry['port']} ({'open' if serving else 'closed'}){http}"
     return ""
 
 

@@ -87,6 +87,7 @@ class ClusterProcess(ProcessHandle):
         self.log_path = log_path
         self.ready = ready
         self.port = port
+        self.http_port: int | None = None  # a broker's HTTP port (metrics, API, console)
         self.ready_match: re.Match[str] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
@@ -428,9 +429,10 @@ class LocalCluster:
         assert self.workdir is not None
         data_dir = self.workdir / "data" / f"broker-{broker.index}"
         broker.port = port
+        broker.http_port = next(free for free in free_ports(2, LOOPBACK) if free != port)
         broker.command = [*self.options.martlet_command, "serve", "--zookeeper", self.zookeeper_connect,
                           "--store", self.store_url, "--listen", f"{LOOPBACK}:{port}", "--data-dir", str(data_dir),
-                          *self.options.serve_args]
+                          "--http", f"{LOOPBACK}:{broker.http_port}", *self.options.serve_args]
 
     def _launch_and_wait(self, processes: Sequence[ClusterProcess]) -> None:
         """Launch all, then wait for each: they start side by side. A broker whose free port
