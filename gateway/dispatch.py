@@ -21,6 +21,7 @@ from .protocol.codec import (
     build_response,
     decode_request,
     encode_response,
+    peek_client_id,
     peek_header,
     response_type,
 )
@@ -35,6 +36,13 @@ class Dispatcher:
 
     async def handle(self, frame: bytes | bytearray | memoryview, client_host: str = "") -> Buffers | None:
         """The response frame as buffers to write in order (None: no answer, acks=0)."""
+        try:
+            return await self._handle(frame, client_host)
+        except ProtocolError as error:
+            error.client_id = peek_client_id(frame)
+            raise
+
+    async def _handle(self, frame: bytes | bytearray | memoryview, client_host: str) -> Buffers | None:
         peeked = peek_header(frame)
         api = self.apis.get(peeked.api_key)
         if api is None:

@@ -67,7 +67,7 @@ class Connection(asyncio.BufferedProtocol):
         self.reader = FrameReader(server.frame_bytes_max)
         self.frames: collections.deque[bytearray] = collections.deque()
         self.queued_bytes = 0
-        self.peer: object = None
+        self.peer = "?"  # "host:port" of the client, for log lines
         self.client_host = ""
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task[None] | None = None
@@ -85,9 +85,10 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport subclass
-        self.peer = transport.get_extra_info("peername")
-        if isinstance(self.peer, tuple):
-            self.client_host = f"/{self.peer[0]}"  # Kafka shows hosts as "/address"
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple):
+            self.peer = f"{peer[0]}:{peer[1]}"
+            self.client_host = f"/{peer[0]}"  # Kafka shows hosts as "/address"
         self.server._connections.add(self)
         self.server.accepted += 1
         self.task = asyncio.get_running_loop().create_task(self._serve())
@@ -99,7 +100,7 @@ class Connection(asyncio.BufferedProtocol):
         try:
             frames = self.reader.filled(nbytes)
         except FrameError as error:
-            logger.warning("closing connection from %s: %s", self.peer, error)
+            logger.warning("closing connection from %s: %s", self.peer, error, extra={"peer": self.peer})
             self.abort()
             return
         if frames:
@@ -152,7 +153,8 @@ class Connection(asyncio.BufferedProtocol):
         except asyncio.CancelledError:
             pass  # stop() ends connections mid-request (a long-polling Fetch, a waiting JoinGroup)
         except ProtocolError as error:
-            logger.warning("closing connection from %s: %s", self.peer, error)
+            logger.warning("closing connection from %s (client id %r): %s", self.peer, error.client_id, error,
+                           extra={"peer": self.peer, "client_id": error.client_id})
         except ConnectionError:
             pass
         except Exception:

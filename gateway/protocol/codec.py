@@ -32,12 +32,16 @@ from kio.serial._introspect import (
 from kio.static.protocol import RequestPayload
 
 HEADER_PEEK = struct.Struct(">hhi")
+CLIENT_ID_LENGTH = struct.Struct(">h")
 CORRELATION = struct.Struct(">i")
 KIO_VERSIONS_MAX = 20  # above every version of every API kio knows
 
 
 class ProtocolError(Exception):
-    """A frame that does not decode as the request it claims to be."""
+    """A frame that does not decode as the request it claims to be. `client_id` is the
+    header's client id when it could be read (for the log line that names the client)."""
+
+    client_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,18 @@ def peek_header(frame: bytes | bytearray | memoryview) -> RequestHeader:
         raise ProtocolError(f"frame of {len(frame)} bytes is shorter than a request header")
     api_key, api_version, correlation_id = HEADER_PEEK.unpack_from(frame, 0)
     return RequestHeader(api_key, api_version, correlation_id, None)
+
+
+def peek_client_id(frame: bytes | bytearray | memoryview) -> str | None:
+    """The client id after the fixed header fields (every header version but v0 has it), or
+    None where the frame is too short or it is null."""
+    start = HEADER_PEEK.size + CLIENT_ID_LENGTH.size
+    if len(frame) < start:
+        return None
+    (length,) = CLIENT_ID_LENGTH.unpack_from(frame, HEADER_PEEK.size)
+    if length < 0 or len(frame) < start + length:
+        return None
+    return bytes(frame[start:start + length]).decode("utf-8", "replace")
 
 
 @cache

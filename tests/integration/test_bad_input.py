@@ -139,6 +139,21 @@ def test_unsupported_version_of_a_known_api_closes_the_connection(martlet: Martl
     check_hostile(martlet, lambda sock: sock.sendall(frame(produce_v0)))
 
 
+def test_a_protocol_error_is_logged_with_the_client_id_and_address(martlet: MartletProcess) -> None:
+    client_id = unique("misbehaving-client").encode()
+    with RawClient(martlet.bootstrap) as hostile:
+        host, port = hostile.sock.getsockname()[:2]
+        address = f"{host}:{port}"
+        hostile.sock.sendall(frame(raw_header(999, 0, client_id=client_id) + b"\x00" * 8))
+        assert is_closed(hostile.sock, CLOSE_TIMEOUT_S)
+
+    def logged() -> list[str]:
+        return [line for line in martlet.log_tail(200).splitlines() if client_id.decode() in line]
+
+    wait_until(lambda: bool(logged()), LOG_TIMEOUT_S)
+    assert len(logged()) == 1 and address in logged()[0] and "unknown api key 999" in logged()[0], logged()
+
+
 # -- error codes
 
 
