@@ -8,7 +8,17 @@ import os
 import sys
 from dataclasses import replace
 
-from ..engine.api import Engine, EngineSettings, LocalStore, Store, StoreStats, cluster_member, hdfs_store, timed_store
+from ..engine.api import (
+    Engine,
+    EngineSettings,
+    LocalStore,
+    Store,
+    StoreStats,
+    cluster_member,
+    hdfs_store,
+    store_location,
+    timed_store,
+)
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
@@ -40,6 +50,7 @@ class Broker:
         self.engine = Engine(self.store, config.engine, cluster=self.member)
         self.server: Server | None = None
         self.address: tuple[str, int] | None = None
+        self.node_id = -1  # known once started
         self.http_server: HttpPort | None = None
         self.http: HttpState | None = None  # `http.http` is the bound "host:port" once served
 
@@ -61,7 +72,7 @@ class Broker:
             self.member.connections = lambda: server.connection_count
             self.engine.transactions.send_markers = send_markers  # markers for partitions other nodes serve
         identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)
-        ctx.node_id = identity.node_id
+        ctx.node_id = self.node_id = identity.node_id
         self.engine.topics.rebase_defaults()  # this node's own dynamic configs, now that it knows its id
         await self._start_http(ctx)
         return self.address
@@ -132,6 +143,9 @@ async def run_until_signalled(broker: Broker, ready: asyncio.Event | None = None
     print(f"martlet listening on {host}:{port}", flush=True)  # tools and tests parse this first line
     if broker.http is not None and broker.http.http is not None:
         print(f"martlet http on {broker.http.http}", flush=True)
+    logger.info("serving Kafka on %s:%d as node %d; HTTP %s; store %s; memory budget %d MiB", host, port,
+                broker.node_id, broker.http.http if broker.http and broker.http.http else "off",
+                store_location(broker.store), broker.config.engine.memory_bytes >> 20)
     await stop.wait()
     logger.info("stopping: closing connections and flushing partitions")
     await broker.stop()
