@@ -3,12 +3,12 @@
 A v2 record is a chain of varints and byte strings (records/decode.py has the layout). Only
 where each record starts depends on the one before (its length comes first). That walk is
 guessed and checked: after a record of n bytes, the next ones are taken to be n bytes each as
-well, and all their length varints are read at once; the guess holds up to the first record
-of another size, where the walk goes on the same way. Records of one size are the common case
-(the offset and timestamp deltas grow a byte now and then); when the guesses stop paying (a run of
-fewer than GUESS_RECORDS_MIN records), the rest of the batch is walked record by record in Python.
-Every other field is then read for all records at once: a varint column is read byte by byte
-over an array of positions.
+well, and their length varints are compared with its own, byte for byte, all at once; the
+guess holds up to the first record of another size, where the walk goes on the same way.
+Records of one size are the common case (the offset and timestamp deltas grow a byte now and
+then); once a guess holds for fewer than GUESS_RECORDS_MIN records, the rest of the batch is
+walked record by record in Python. Every other field is then read for all records at once: a
+varint column is read byte by byte over an array of positions.
 
 Keys and values stay where they are (`Binary`: the records block and where each string starts)
 until an Arrow batch is cut (`binary_array`), which copies them once into one buffer: runs of
