@@ -55,6 +55,14 @@ def kafka_config(args: argparse.Namespace, **extra: object) -> dict[str, object]
     return {"bootstrap.servers": args.bootstrap, "client.id": "martlet-cli", "log_level": 3, **extra}
 
 
+def subcommand(subs: Any, name: str, func: Any, summary: str, description: str) -> argparse.ArgumentParser:
+    """A subcommand (`martlet topic create`) that runs `func(args)`, with the connection options."""
+    command: argparse.ArgumentParser = subs.add_parser(name, help=summary, description=description)
+    command.set_defaults(func=func)
+    connection_args(command)
+    return command
+
+
 def http_address(args: argparse.Namespace) -> str:
     if args.http:
         return str(args.http)

@@ -27,7 +27,6 @@ from .common import (
     admin_client,
     call_admin,
     cluster_id,
-    connection_args,
     http_get,
     kafka_failed,
     martlet_http,
@@ -35,6 +34,7 @@ from .common import (
     print_json,
     print_table,
     run,
+    subcommand,
     wait_admin,
 )
 
@@ -353,29 +353,22 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="martlet group", description=DESCRIPTION, epilog=EXAMPLES,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     subs = top.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
-    _subcommand(subs, "list", list_groups, "list the consumer groups",
+    subcommand(subs, "list", list_groups, "list the consumer groups",
                 "List the consumer groups with their state (and, where Martlet answers, members and total lag).")
-    command = _subcommand(subs, "describe", describe, "show members, assignment and lag of groups",
+    command = subcommand(subs, "describe", describe, "show members, assignment and lag of groups",
                           "Show a group's state and members (client id, host, assigned partitions) and, per "
                           "partition, the committed offset, the high watermark and the lag between them.")
     command.add_argument("groups", nargs="+", metavar="GROUP", help="group id(s)")
     _reset_parser(subs)
-    command = _subcommand(subs, "delete", delete, "delete groups and their committed offsets",
+    command = subcommand(subs, "delete", delete, "delete groups and their committed offsets",
                           "Delete consumer groups and their committed offsets. A group with members cannot be "
                           "deleted (NON_EMPTY_GROUP).")
     command.add_argument("groups", nargs="+", metavar="GROUP", help="group id(s)")
     return top
 
 
-def _subcommand(subs: Any, name: str, func: Any, summary: str, description: str) -> argparse.ArgumentParser:
-    command: argparse.ArgumentParser = subs.add_parser(name, help=summary, description=description)
-    command.set_defaults(func=func)
-    connection_args(command)
-    return command
-
-
 def _reset_parser(subs: Any) -> None:
-    command = _subcommand(subs, "reset-offsets", reset_offsets, "move a group's committed offsets",
+    command = subcommand(subs, "reset-offsets", reset_offsets, "move a group's committed offsets",
                           "Move a group's committed offsets, so its consumers restart from there. Without "
                           "--execute this is a dry run that only prints the plan. The group must have no "
                           "active members.")

@@ -33,7 +33,6 @@ from .common import (
     KafkaFailed,
     admin_client,
     cluster_id,
-    connection_args,
     http_get,
     human_bytes,
     martlet_http,
@@ -42,6 +41,7 @@ from .common import (
     print_json,
     print_table,
     run,
+    subcommand,
     wait_admin,
 )
 
@@ -319,21 +319,21 @@ def parser() -> argparse.ArgumentParser:
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     subs = top.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
     _create_parser(subs)
-    command = _subcommand(subs, "list", list_topics, "list the topics",
+    command = subcommand(subs, "list", list_topics, "list the topics",
                           "List the topics with their partition counts (and record counts where Martlet answers).")
     command.add_argument("--internal", action="store_true", help="also list internal topics (__consumer_offsets, ...)")
-    command = _subcommand(subs, "describe", describe, "show partitions, offsets and configs of topics",
+    command = subcommand(subs, "describe", describe, "show partitions, offsets and configs of topics",
                           "Show each partition's leader, replicas, in-sync replicas, log start offset and high "
                           "watermark, and the configs set on the topic. Against Martlet (its HTTP API answering) "
                           "also each partition's logical slot range, checkpoint C (persisted up to) and "
                           "unpersisted bytes.")
     command.add_argument("names", nargs="+", metavar="NAME", help="topic(s) to describe")
     _alter_parser(subs)
-    command = _subcommand(subs, "delete", delete, "delete topics and their records",
+    command = subcommand(subs, "delete", delete, "delete topics and their records",
                           "Delete topics with all their records. This cannot be undone.")
     command.add_argument("names", nargs="+", metavar="NAME", help="topic(s) to delete")
     command.add_argument("--if-exists", action="store_true", help="a topic that does not exist is not an error")
-    command = _subcommand(subs, "add-partitions", add_partitions, "grow a topic to more partitions",
+    command = subcommand(subs, "add-partitions", add_partitions, "grow a topic to more partitions",
                           "Grow a topic to --total partitions. Partitions cannot be removed, and keyed "
                           "records may land in a different partition afterwards.")
     command.add_argument("name", metavar="NAME", help="the topic")
@@ -341,15 +341,8 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def _subcommand(subs: Any, name: str, func: Any, summary: str, description: str) -> argparse.ArgumentParser:
-    command: argparse.ArgumentParser = subs.add_parser(name, help=summary, description=description)
-    command.set_defaults(func=func)
-    connection_args(command)
-    return command
-
-
 def _create_parser(subs: Any) -> None:
-    command = _subcommand(subs, "create", create, "create a topic",
+    command = subcommand(subs, "create", create, "create a topic",
                           "Create a topic. Without --partitions and --replication-factor the broker's "
                           "defaults apply (num.partitions, default.replication.factor).")
     command.add_argument("name", metavar="NAME", help="the topic's name")
@@ -363,7 +356,7 @@ def _create_parser(subs: Any) -> None:
 
 
 def _alter_parser(subs: Any) -> None:
-    command = _subcommand(subs, "alter", alter, "set or remove topic configs",
+    command = subcommand(subs, "alter", alter, "set or remove topic configs",
                           "Set configs on a topic, or remove them so the broker's default applies again. "
                           "Configs not named are left as they are.")
     command.add_argument("name", metavar="NAME", help="the topic")
