@@ -47,6 +47,7 @@ class NodeIdentity:
     host: str
     port: int
     rack: str | None = None
+    http: str | None = None  # opaque to the engine: the gateway's HTTP address, null where none is published
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +113,10 @@ class ClusterView(Protocol):
     def owns_shard(self, shard: int) -> bool:
         ...
 
-    def advertise(self, host: str, port: int, rack: str | None = None) -> NodeIdentity:
-        """Announce the address clients reach this node at, once its listener is bound;
-        returns the node's identity with it."""
+    def advertise(self, host: str, port: int, rack: str | None = None, http: str | None = None) -> NodeIdentity:
+        """Announce the address clients reach this node at, once its listener is bound, and
+        `http`, an address other nodes pass on untouched (the gateway's HTTP port); returns the
+        node's identity with them."""
         ...
 
     def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
@@ -174,9 +176,9 @@ class EmbeddedCluster:
     def owns_shard(self, shard: int) -> bool:
         return True
 
-    def advertise(self, host: str, port: int, rack: str | None = None) -> NodeIdentity:
-        """Set the address clients are told to use for this node."""
-        self._node = replace(self._node, host=host, port=port, rack=rack)
+    def advertise(self, host: str, port: int, rack: str | None = None, http: str | None = None) -> NodeIdentity:
+        """Set the address clients are told to use for this node (and its HTTP address)."""
+        self._node = replace(self._node, host=host, port=port, rack=rack, http=http)
         self._listeners.tell(ClusterChange(self.alive(), ownership_changed=False))
         return self._node
 

@@ -31,6 +31,7 @@ from .settings import GatewaySettings
 
 logger = logging.getLogger(__name__)
 LOCK_PATH = "serve.lock"
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
 class Broker:
@@ -65,24 +66,37 @@ class Broker:
         ctx = Context.of(self.engine, settings, self.engine.cluster_id, apis())
         self.dispatcher = Dispatcher(ctx, apis())
         self.server = Server(self.dispatcher, settings.frame_bytes_max)
+        # HTTP first, so that its address goes out with this node's registration (other brokers'
+        # consoles and `martlet status` read it there); until Kafka's listener is bound, the
+        # status it answers names no Kafka address.
+        await self._start_http(ctx)
         self.address = await self.server.start(settings.listen_host, settings.listen_port)
         ctx.settings = _advertise(settings, self.config.advertised, self.address)
+        if self.http is not None:
+            self.http.kafka = f"{self.address[0]}:{self.address[1]}"
         if self.member is not None:
             server = self.server
             self.member.connections = lambda: server.connection_count
             self.engine.transactions.send_markers = send_markers  # markers for partitions other nodes serve
-        identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port)
+        identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port,
+                                                 http=self._published_http(ctx.settings.advertised_host))
         ctx.node_id = self.node_id = identity.node_id
         self.engine.topics.rebase_defaults()  # this node's own dynamic configs, now that it knows its id
-        await self._start_http(ctx)
         return self.address
 
     async def _start_http(self, ctx: Context) -> None:
-        assert self.server is not None and self.address is not None
+        assert self.server is not None
         kind = "local" if self.config.store is None else "hdfs"
-        self.http = HttpState(ctx, self.engine, f"{self.address[0]}:{self.address[1]}", kind, self.server,
-                              self.dispatcher.stats, self.store_stats)
+        self.http = HttpState(ctx, self.engine, "", kind, self.server, self.dispatcher.stats, self.store_stats)
         self.http_server = await start_http(self.http, self.config.http_listen)
+
+    def _published_http(self, advertised_host: str) -> str | None:
+        """The HTTP address other brokers are told: the bound one, except that a wildcard host
+        (0.0.0.0, ::) is replaced by the host Kafka clients are told to use."""
+        if self.http is None or self.http.http is None:
+            return None
+        host, port = parse_address(self.http.http)
+        return f"{advertised_host if host in WILDCARD_HOSTS else host}:{port}"
 
     async def stop(self) -> None:
         if self.member is not None:

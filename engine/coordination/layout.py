@@ -6,7 +6,8 @@ committed offsets live in the store (HDFS), so a ZooKeeper lost for good costs p
 
     /cluster-id                    persistent: the cluster's id (Kafka's), made by the first broker
     /brokers/ids/<id>              ephemeral, one per live broker: BrokerRecord (address, machine,
-                                   what it holds, its load); rewritten at every load report
+                                   what it holds, its load, its HTTP address); rewritten at every
+                                   load report
     /brokers/leading/<id>          ephemeral, one per live broker: the units it serves or is opening
                                    (produce requests for those wait for the open), a JSON list;
                                    rewritten only when that changes. Metadata names a leader (and
@@ -89,6 +90,7 @@ class BrokerRecord:
     leaving: bool = False  # shutting down: give everything away
     applied_epoch: int = 0  # the epoch of the last assignment it acted on
     sessions: dict[str, int] = field(default_factory=dict)  # S of each partition it serves (Kafka's leader epoch)
+    http: str | None = None  # its gateway's HTTP address, "host:port"; absent (null) in records of older brokers
 
     @property
     def address(self) -> str:
@@ -99,7 +101,7 @@ class BrokerRecord:
             "id": self.node_id, "host": self.host, "port": self.port, "machine": self.machine, "rack": self.rack,
             "held": sorted(self.held), "bytes_in": self.bytes_in, "bytes_out": self.bytes_out,
             "memory_bytes": self.memory_bytes, "connections": self.connections, "leaving": self.leaving,
-            "applied_epoch": self.applied_epoch, "sessions": self.sessions,
+            "applied_epoch": self.applied_epoch, "sessions": self.sessions, "http": self.http,
         }, separators=(",", ":")).encode()
 
     @classmethod
@@ -108,7 +110,11 @@ class BrokerRecord:
         return cls(raw["id"], raw["host"], raw["port"], raw.get("machine", raw["host"]), raw.get("rack"),
                    frozenset(raw.get("held", ())), dict(raw.get("bytes_in", {})), dict(raw.get("bytes_out", {})),
                    int(raw.get("memory_bytes", 0)), int(raw.get("connections", 0)), bool(raw.get("leaving", False)),
-                   int(raw.get("applied_epoch", 0)), dict(raw.get("sessions", {})))
+                   int(raw.get("applied_epoch", 0)), dict(raw.get("sessions", {})), _text_or_none(raw.get("http")))
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ const enc = encodeURIComponent;
 
 export const api = {
   status: (signal) => request("GET", "/api/v1/status", {signal}),
+  brokerStatus: (nodeId, signal) => request("GET", `/api/v1/brokers/${enc(nodeId)}/status`, {signal}),
   topics: (signal) => request("GET", "/api/v1/topics", {signal}),
   topic: (name, signal) => request("GET", `/api/v1/topics/${enc(name)}`, {signal}),
   createTopic: (name, partitions, configs) =>

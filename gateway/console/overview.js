@@ -1,4 +1,4 @@
-// Overview: this broker's identity and load, its store, and every broker of the cluster.
+// Overview: this broker's identity and load, its store, and every broker of the cluster with its load.
 
 import {api} from "./api.js";
 import {clear, fmtBytes, fmtDuration, fmtInt, h, numCell, table, textCell} from "./dom.js";
@@ -11,11 +11,15 @@ function stat(label, testid, value, raw) {
     h("div", {class: "stat-value", testid, "data-value": raw ?? value}, value));
 }
 
+function memoryShare(memory) {
+  const share = memory.budget_bytes > 0 ? Math.min(1, memory.used_bytes / memory.budget_bytes) : 0;
+  return {share, level: share > 0.9 ? "high" : share > 0.7 ? "mid" : "low"};
+}
+
 function memoryBar(memory) {
   const used = memory.used_bytes;
   const budget = memory.budget_bytes;
-  const share = budget > 0 ? Math.min(1, used / budget) : 0;
-  const level = share > 0.9 ? "high" : share > 0.7 ? "mid" : "low";
+  const {share, level} = memoryShare(memory);
   return h("div", {class: "meter-row"},
     h("div", {class: "meter", testid: "memory-bar", "data-used": used, "data-budget": budget},
       h("div", {class: `meter-fill ${level}`, style: `width: ${(share * 100).toFixed(1)}%`})),
@@ -34,21 +38,53 @@ function storeBlock(store) {
       fmtBytes(store.unpersisted_bytes)));
 }
 
-function brokersTable(status) {
+// Each broker's load comes from that broker's own status, which the broker this page came from
+// fetches (GET /api/v1/brokers/<id>/status, bounded at 2 s): one that does not answer is shown so.
+async function brokerLoads(status, signal) {
+  const asked = status.brokers.map((b) => b.node_id === status.node_id ? Promise.resolve(status)
+    : api.brokerStatus(b.node_id, signal));
+  const settled = await Promise.allSettled(asked);
+  if (signal.aborted) throw new DOMException("the view was left", "AbortError");
+  return settled.map((result) => result.status === "fulfilled" ? {load: result.value} : {error: result.reason.message});
+}
+
+function loadCells({load, error}) {
+  if (!load) {
+    return [h("td", {colspan: 4, class: "error-text", "data-field": "load-error"}, `not answering: ${error}`)];
+  }
+  const {share, level} = memoryShare(load.memory);
+  const store = load.store;
+  return [
+    h("td", {"data-field": "memory", "data-used": load.memory.used_bytes, "data-budget": load.memory.budget_bytes},
+      h("div", {class: "meter-row"},
+        h("div", {class: "meter small"}, h("div", {class: `meter-fill ${level}`, style: `width: ${(share * 100).toFixed(1)}%`})),
+        h("span", {class: "nowrap"}, `${fmtBytes(load.memory.used_bytes)} of ${fmtBytes(load.memory.budget_bytes)}`))),
+    numCell("connections", load.connections),
+    numCell("unpersisted", store.unpersisted_bytes, fmtBytes),
+    h("td", {"data-field": "store", "data-healthy": String(store.healthy), title: store.last_error || store.location},
+      h("span", {class: store.healthy ? "badge ok" : "badge bad"}, store.healthy ? "healthy" : "unhealthy")),
+  ];
+}
+
+function brokersTable(status, loads) {
   const most = Math.max(1, ...status.brokers.map((b) => b.partitions));
-  const rows = status.brokers.map((b) => [
-    textCell("node_id", b.node_id === status.node_id ? `${b.node_id} (this broker)` : String(b.node_id)),
+  const rows = status.brokers.map((b, i) => [
+    h("td", {"data-field": "node_id", class: "nowrap"},
+      b.node_id === status.node_id ? `${b.node_id} (this broker)` : String(b.node_id)),
     textCell("kafka", `${b.host}:${b.port}`),
     h("td", {"data-field": "http"}, b.http ? h("a", {href: `http://${b.http}/`}, b.http) : "—"),
     numCell("partitions", b.partitions),
     h("td", {class: "bar-cell"}, h("div", {class: "meter small"},
       h("div", {class: "meter-fill low", style: `width: ${((b.partitions / most) * 100).toFixed(1)}%`}))),
+    ...loadCells(loads[i]),
   ]);
-  return table("brokers-table", [["Node"], ["Kafka address"], ["Console"], ["Partitions", "num"], ["Share"]],
-    rows, (i) => ({testid: "broker-row", "data-node-id": status.brokers[i].node_id}));
+  return table("brokers-table", [["Node"], ["Kafka address"], ["Console"], ["Partitions", "num"], ["Share"],
+    ["Memory"], ["Connections", "num"], ["Unpersisted", "num"], ["Store"]],
+  rows, (i) => ({testid: "broker-row", "data-node-id": status.brokers[i].node_id,
+    "data-state": loads[i].load ? "answering" : "not-answering"}));
 }
 
-function render(body, status) {
+function render(body, status, loads) {
   clear(body).append(
     h("div", {class: "stats"},
       stat("Version", "status-version", status.version),
@@ -65,12 +101,15 @@ function render(body, status) {
           h("dt", {}, "Kafka listener"), h("dd", {class: "mono", testid: "status-kafka"}, status.kafka)),
         h("h3", {}, "Memory"), memoryBar(status.memory)),
       section("Store", "store", storeBlock(status.store))),
-    section(`Brokers (${status.brokers.length})`, "brokers", brokersTable(status)));
+    section(`Brokers (${status.brokers.length})`, "brokers", brokersTable(status, loads)));
 }
 
 export function mount(root, _params, ctx) {
   document.title = "Overview · Martlet";
   const body = h("div", {testid: "overview-body"}, h("p", {class: "muted"}, "Loading…"));
   root.append(h("h1", {}, "Overview"), body);
-  return ctx.every(REFRESH_MS, async () => render(body, await api.status(ctx.signal)));
+  return ctx.every(REFRESH_MS, async () => {
+    const status = await api.status(ctx.signal);
+    render(body, status, await brokerLoads(status, ctx.signal));
+  });
 }

@@ -3,7 +3,8 @@ CLI and the web console read): status and topics. Each answer is built on the ev
 the engine's memory; nothing here waits for the store except creating and deleting topics,
 which make the engine calls Kafka's CreateTopics and DeleteTopics make (the same checks and
 errors: a bad name, count or config is 400, an existing topic 409), bounded by DDL_TIMEOUT_S
-(504 after it; the change goes on, as a timed-out Kafka change does)."""
+(504 after it; the change goes on, as a timed-out Kafka change does), and another broker's
+status, which this one fetches from that broker's HTTP port (brokers.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,14 @@ from ..handlers.configs import describe_topic_configs
 from ..handlers.topics import DDL_TIMEOUT_S, TIMED_OUT
 from ..internal_topics import INTERNAL_CONFIGS, change_message, internal_topic_id
 from ..topic_configs import to_overrides
+from .brokers import peer_status
 from .parser import Request
 from .response import HttpError, Json, Response, json_response
 from .routes import Router
 from .state import HttpState
 
 TOPIC_PATH = r"/api/v1/topics/([^/]+)"
+BROKER_STATUS_PATH = r"/api/v1/brokers/(\d{1,9})/status"  # another broker's status, fetched by this one (brokers.py)
 
 
 def add_routes(router: Router, state: HttpState) -> None:
@@ -42,7 +45,12 @@ def add_routes(router: Router, state: HttpState) -> None:
         await delete_topic(state, args[0])
         return json_response({"deleted": args[0]})
 
+    async def broker_status(_request: Request, args: tuple[str, ...]) -> Response:
+        node_id = int(args[0])
+        return json_response(status_doc(state) if node_id == state.ctx.node_id else await peer_status(state, node_id))
+
     router.add("GET", "/api/v1/status", status)
+    router.add("GET", BROKER_STATUS_PATH, broker_status)
     router.add("GET", "/api/v1/topics", topics)
     router.add("POST", "/api/v1/topics", create)
     router.add("GET", TOPIC_PATH, topic)
@@ -88,7 +96,7 @@ def broker_rows(state: HttpState) -> list[Json]:
             if leader is not None:
                 led[leader.node_id] = led.get(leader.node_id, 0) + 1
     return [{"node_id": node.node_id, "host": node.host, "port": node.port,
-             "http": state.http if node.node_id == ctx.node_id else None, "partitions": led.get(node.node_id, 0)}
+             "http": node.http or (state.http if node.node_id == ctx.node_id else None), "partitions": led.get(node.node_id, 0)}
             for node in sorted(ctx.cluster.alive(), key=lambda node: node.node_id)]
 
 

@@ -25,7 +25,7 @@ def martlet_version() -> str:
 class HttpState:
     ctx: Context
     engine: Engine
-    kafka: str  # the Kafka listener, "host:port" as bound
+    kafka: str  # the Kafka listener, "host:port" as bound ("" until it is: the HTTP port starts first)
     store_kind: str  # "local" or "hdfs"
     kafka_server: Server  # its connections
     requests: RequestStats  # the dispatcher's counts
