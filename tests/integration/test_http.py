@@ -486,4 +486,5 @@ def test_an_explicit_port_taken_stops_the_start(tmp_path: Path) -> None:
 def test_http_off(martlet_process) -> None:
     broker = martlet_process(http="off")
     assert broker.http == ""
-    assert "HTTP" not in broker.log_tail()
+    assert wait_until(lambda: "serving Kafka on" in broker.log_tail(), 10.0), broker.log_tail()
+    assert "; HTTP off;" in broker.log_tail() and "cannot serve HTTP" not in broker.log_tail()
