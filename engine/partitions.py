@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..records.header import BatchHeader, Buffer
+from ..records.header import BatchHeader, Buffer, record_count
 from .errors import DuplicateBatch, NotServedHere, PartitionClosed, UnknownPartition
 from .log.producers import ActiveProducer
 from .partition.memory import MemoryPool
@@ -333,21 +332,6 @@ class Partitions:
             if not future.done():
                 future.set_result(None)
 
-
-
-_LENGTH = struct.Struct(">i")  # a v2 batch's batch_length, at byte 8: the bytes after it (records/header.py)
-_COUNT = struct.Struct(">i")  # its record_count, at byte 57
-_COUNT_AT, _LENGTH_AT, _LENGTH_END = 57, 8, 12
-
-
-def record_count(data: Buffer) -> int:
-    """Records in whole v2 batches, from their headers alone (no decoding): about 0.5 µs a batch."""
-    count, pos, end = 0, 0, len(data) - _COUNT_AT - 4
-    length, records = _LENGTH.unpack_from, _COUNT.unpack_from
-    while pos <= end:
-        count += records(data, pos + _COUNT_AT)[0]
-        pos += length(data, pos + _LENGTH_AT)[0] + _LENGTH_END
-    return count
 
 
 def _info(partition: Partition) -> PartitionInfo:

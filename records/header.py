@@ -45,6 +45,7 @@ CRC_AT = 17
 CRC_START = 21  # the checksum covers attributes .. end of batch
 ATTRIBUTES_AT = 21
 MAX_TIMESTAMP_AT = 35
+RECORD_COUNT_AT = 57
 
 COMPRESSION_MASK = 0x07
 LOG_APPEND_TIME_BIT = 0x08
@@ -59,6 +60,7 @@ _LEADER_EPOCH = struct.Struct(">i")
 _CRC = struct.Struct(">I")
 _ATTRIBUTES = struct.Struct(">h")
 _TIMESTAMP = struct.Struct(">q")
+_COUNT = struct.Struct(">i")
 assert _HEADER.size == HEADER_BYTES
 
 
@@ -128,6 +130,17 @@ def peek_size(buf: Buffer, pos: int = 0) -> int:
         raise InvalidBatch(Reason.SHORT, f"batch length needs {LENGTH_FIELD_END} bytes, {len(buf) - pos} left")
     batch_length: int = _LENGTH.unpack_from(buf, pos + 8)[0]
     return batch_length + LENGTH_FIELD_END
+
+
+def record_count(data: Buffer) -> int:
+    """Records in the whole batches of `data`, from their headers' length and record_count
+    fields alone (no decoding; about 0.5 us a batch, so a fetch's answer can be counted)."""
+    count, pos, end = 0, 0, len(data) - HEADER_BYTES
+    length, records = _LENGTH.unpack_from, _COUNT.unpack_from
+    while pos <= end:
+        count += records(data, pos + RECORD_COUNT_AT)[0]
+        pos += length(data, pos + 8)[0] + LENGTH_FIELD_END
+    return count
 
 
 def iter_batches(data: Buffer, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:

@@ -105,6 +105,12 @@ async def _looked_up(ctx: Context, tp: TopicPartition, info: PartitionInfo, time
         return await _max_timestamp(ctx, tp)
     if timestamp < 0:  # LATEST_TIERED, EARLIEST_PENDING_UPLOAD
         return -1, -1
+    return await offset_at_time(ctx, tp, info, timestamp)
+
+
+async def offset_at_time(ctx: Context, tp: TopicPartition, info: PartitionInfo, timestamp: int) -> tuple[int, int]:
+    """(timestamp, offset) of the first record at or after `timestamp` (>= 0), (-1, -1) if none:
+    ListOffsets' rule, which the HTTP message browser follows too."""
     batch = await ctx.partitions.batch_at_time(tp, timestamp)
     if batch is None:
         return -1, -1

@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...engine.api import PartitionInfo, TopicPartition, errors
-from ...records.decode import Record, decode_records, record_times
+from ...records.decode import Record, decode_records
 from ...records.errors import InvalidBatch
 from ...records.header import Buffer, iter_batches
+from ..handlers.offsets import offset_at_time
 from .parser import Request
 from .response import HttpError, Json, Response, json_response
 from .routes import Router
@@ -109,12 +110,9 @@ async def _records(state: HttpState, wanted: Wanted, info: PartitionInfo) -> lis
 
 
 async def _offset_at(state: HttpState, tp: TopicPartition, info: PartitionInfo, timestamp: int) -> int | None:
-    """The first offset whose record's timestamp is >= `timestamp` (as ListOffsets finds it)."""
-    batch = await state.ctx.partitions.batch_at_time(tp, max(timestamp, 0))
-    if batch is None:
-        return None
-    times = await asyncio.to_thread(lambda: list(record_times(batch)))
-    return next((offset for offset, at in times if at >= timestamp and offset >= info.start_offset), None)
+    """The first offset whose record's timestamp is >= `timestamp`, as ListOffsets finds it."""
+    _, offset = await offset_at_time(state.ctx, tp, info, max(timestamp, 0))
+    return None if offset < 0 else offset
 
 
 async def read(state: HttpState, tp: TopicPartition, start: int, end: int, limit: int) -> list[Record]:
