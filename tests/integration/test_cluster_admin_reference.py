@@ -19,7 +19,7 @@ from tests.integration.raw_client import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
-METADATA, CREATE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS = 3, 19, 32, 35
+LIST_OFFSETS, METADATA, CREATE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS = 2, 3, 19, 32, 35
 ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS, DESCRIBE_CLUSTER = 43, 45, 46, 60
 BROKER = 4
 STATIC = 4
@@ -47,7 +47,14 @@ def _create(both: Both, name: str, partitions: int, configs: dict[str, str] | No
     def led(client: RawClient) -> bool:  # the reference elects its leaders a moment after creating
         metadata = client.request(build(request_type(METADATA, 12), {"topics": [{"name": name}]}))
         return all(p.leader_id == 1 for p in metadata.topics[0].partitions)
+
+    def serving(client: RawClient) -> bool:  # and its Metadata names a leader before the leader serves
+        asked = [{"partition_index": index, "current_leader_epoch": -1, "timestamp": -1} for index in range(partitions)]
+        answer = client.request(build(request_type(LIST_OFFSETS, 7), {
+            "replica_id": -1, "isolation_level": 0, "topics": [{"name": name, "partitions": asked}]}))
+        return all(p.error_code == 0 for p in answer.topics[0].partitions)
     both.each(led)
+    both.each(serving)
 
 
 def _errors(answer: Any, topics: str, partitions: str, index: str) -> dict[tuple[str, int], tuple[int, str | None]]:
