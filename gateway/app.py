@@ -28,6 +28,7 @@ from .peers import send_markers
 from .registry import apis
 from .server import Server
 from .settings import GatewaySettings
+from .udp import UdpListener
 
 logger = logging.getLogger(__name__)
 LOCK_PATH = "serve.lock"
@@ -54,6 +55,7 @@ class Broker:
         self.node_id = -1  # known once started
         self.http_server: HttpPort | None = None
         self.http: HttpState | None = None  # `http.http` is the bound "host:port" once served
+        self.udp: UdpListener | None = None  # the datagram front end, when [udp] listen is set
 
     async def start(self) -> tuple[str, int]:
         if self.member is not None:
@@ -82,7 +84,17 @@ class Broker:
                                                  http=self._published_http(ctx.settings.advertised_host))
         ctx.node_id = self.node_id = identity.node_id
         self.engine.topics.rebase_defaults()  # this node's own dynamic configs, now that it knows its id
+        await self._start_udp(ctx)
         return self.address
+
+    async def _start_udp(self, ctx: Context) -> None:
+        if not self.config.udp_listen:
+            return
+        host, port = parse_address(self.config.udp_listen)
+        self.udp = UdpListener(ctx, host, port, self.config.udp_rate_per_source)
+        await self.udp.start()
+        if self.http is not None:
+            self.http.udp = self.udp.counters
 
     async def _start_http(self, ctx: Context) -> None:
         assert self.server is not None
@@ -101,6 +113,8 @@ class Broker:
     async def stop(self) -> None:
         if self.member is not None:
             await self._hand_over()
+        if self.udp is not None:
+            await self.udp.stop()
         if self.http_server is not None:
             await self.http_server.stop()
         if self.server:
@@ -157,8 +171,11 @@ async def run_until_signalled(broker: Broker, ready: asyncio.Event | None = None
     print(f"martlet listening on {host}:{port}", flush=True)  # tools and tests parse this first line
     if broker.http is not None and broker.http.http is not None:
         print(f"martlet http on {broker.http.http}", flush=True)
-    logger.info("serving Kafka on %s:%d as node %d; HTTP %s; store %s; memory budget %d MiB", host, port,
+    if broker.udp is not None:
+        print(f"martlet udp on {broker.udp.counters.listen}", flush=True)
+    logger.info("serving Kafka on %s:%d as node %d; HTTP %s; UDP %s; store %s; memory budget %d MiB", host, port,
                 broker.node_id, broker.http.http if broker.http and broker.http.http else "off",
+                broker.udp.counters.listen if broker.udp else "off",
                 store_location(broker.store), broker.config.engine.memory_bytes >> 20)
     await stop.wait()
     logger.info("stopping: closing connections and flushing partitions")

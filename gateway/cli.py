@@ -72,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
                            help="join the cluster coordinated there (default: the embedded single node)")
     serve_cmd.add_argument("--http", metavar="HOST:PORT",
                            help='the HTTP port: API, /metrics, web console (127.0.0.1:9644; "off": none)')
+    serve_cmd.add_argument("--udp", metavar="HOST:PORT",
+                           help='take datagrams into topics there (gateway/udp.py; default: none, "off": none)')
     serve_cmd.add_argument("--config", metavar="FILE", help="TOML config file")
     _log_args(serve_cmd)
     admin_cmd = commands.add_parser("admin", help="run a cluster admin: places partitions on brokers (one leads)")
@@ -100,7 +102,7 @@ def _log_args(command: argparse.ArgumentParser) -> None:
 def serve(args: argparse.Namespace) -> int:
     from ..engine.api import errors
     from .app import Broker, run_until_signalled
-    from .config import ConfigError, load, with_http, with_listen, with_store
+    from .config import ConfigError, load, with_http, with_listen, with_store, with_udp
 
     configure_logs(args.log_format, args.log_level)
     try:
@@ -117,6 +119,8 @@ def serve(args: argparse.Namespace) -> int:
             config = replace(config, zookeeper=args.zookeeper)
         if args.http is not None:
             config = with_http(config, args.http)
+        if args.udp is not None:
+            config = with_udp(config, args.udp)
         broker = Broker(config)
     except (ConfigError, errors.DataDirLocked, OSError) as error:
         print(f"martlet: {error}", file=sys.stderr)

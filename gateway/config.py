@@ -1,6 +1,6 @@
 """`martlet serve` settings: defaults, then the TOML config file, then command-line flags.
 
-The config file has five sections, [gateway], [http], [engine], [groups] and [topic_defaults];
+The config file has six sections, [gateway], [http], [udp], [engine], [groups] and [topic_defaults];
 every key is optional. gateway/config_keys.py lists each key with its default and meaning, and
 `martlet config` prints them as a file.
 """
@@ -17,6 +17,7 @@ from .settings import GatewaySettings
 
 HTTP_DEFAULT = "127.0.0.1:9644"
 HTTP_OFF = ("", "off")
+UDP_RATE_DEFAULT = 10_000
 
 
 class ConfigError(Exception):
@@ -35,6 +36,9 @@ class ServeConfig:
     # The HTTP port (API, metrics, console); "" turns it off. Any address but the default must
     # be bound; the default, when taken, only gives a warning (another broker on this machine).
     http_listen: str = HTTP_DEFAULT
+    # The UDP front end (gateway/udp.py): "HOST:PORT", or "" for none (the default).
+    udp_listen: str = ""
+    udp_rate_per_source: int = UDP_RATE_DEFAULT  # datagrams a second per source address; 0: no limit
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -56,7 +60,7 @@ def load(path: str | None) -> ServeConfig:
 
 
 def from_document(doc: dict[str, Any]) -> ServeConfig:
-    unknown = set(doc) - {"gateway", "http", "engine", "groups", "topic_defaults"}
+    unknown = set(doc) - {"gateway", "http", "udp", "engine", "groups", "topic_defaults"}
     if unknown:
         raise ConfigError(f"unknown config sections: {', '.join(sorted(unknown))}")
     config = ServeConfig()
@@ -64,6 +68,7 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
     config = _apply_locations(config, gateway)
     gateway_settings = _fill(config.gateway, gateway, "gateway")
     config = _apply_http(config, dict(doc.get("http", {})))
+    config = _apply_udp(config, dict(doc.get("udp", {})))
     try:
         topic_section = dict(doc.get("topic_defaults", {}))
         if "kept" in topic_section:  # the gateway's store for Kafka configs without effect, not a key
@@ -102,6 +107,27 @@ def _apply_http(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
     if not isinstance(listen, str):
         raise ConfigError(f"[http] listen: expected str, got {listen!r}")
     return with_http(config, listen)
+
+
+def _apply_udp(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
+    unknown = set(section) - {"listen", "rate_per_source"}
+    if unknown:
+        raise ConfigError(f"[udp]: unknown key {sorted(unknown)[0]!r}")
+    rate = section.get("rate_per_source", config.udp_rate_per_source)
+    if type(rate) is not int or rate < 0:
+        raise ConfigError(f"[udp] rate_per_source: expected an int >= 0, got {rate!r}")
+    config = replace(config, udp_rate_per_source=rate)
+    listen = section.get("listen", config.udp_listen)
+    if not isinstance(listen, str):
+        raise ConfigError(f"[udp] listen: expected str, got {listen!r}")
+    return with_udp(config, listen)
+
+
+def with_udp(config: ServeConfig, text: str) -> ServeConfig:
+    """The UDP front end at `text` ("HOST:PORT", or "" / "off" for none)."""
+    if text not in HTTP_OFF:
+        parse_address(text)
+    return replace(config, udp_listen="" if text in HTTP_OFF else text)
 
 
 def with_http(config: ServeConfig, text: str) -> ServeConfig:

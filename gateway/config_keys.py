@@ -52,6 +52,10 @@ ENGINE_NOTES = {
 HTTP_NOTES = {
     "listen": 'JSON API, /metrics, web console ("": none); this default only warns when taken, another address must bind',
 }
+UDP_NOTES = {
+    "listen": 'datagrams into topics (gateway/udp.py), "HOST:PORT"; "": none',
+    "rate_per_source": "datagrams a second each source address may send (token bucket); 0: no limit",
+}
 GROUPS_NOTES = {
     "session_timeout_ms_min": "Kafka's group.min.session.timeout.ms",
     "session_timeout_ms_max": "Kafka's group.max.session.timeout.ms",
@@ -90,6 +94,7 @@ def defaults_toml() -> str:
     sections = [
         ("gateway", _values(gateway) | gateway_values, GATEWAY_NOTES),
         ("http", http_values, HTTP_NOTES),
+        ("udp", {"listen": ServeConfig().udp_listen, "rate_per_source": ServeConfig().udp_rate_per_source}, UDP_NOTES),
         ("engine", _values(EngineSettings()), ENGINE_NOTES),
         ("groups", _values(GroupLimits()), GROUPS_NOTES),
         ("topic_defaults", _values(TopicConfig()), TOPIC_NOTES),

@@ -84,6 +84,7 @@ def status_doc(state: HttpState) -> Json:
         "store": {"kind": state.store_kind, "location": store_location(state.engine.store),
                   "healthy": state.store_stats.healthy, "last_error": state.store_stats.last_error,
                   "unpersisted_bytes": sum(info.unpersisted_bytes for info in infos.values())},
+        "udp": None if state.udp is None else state.udp.as_json(),
     }
 
 

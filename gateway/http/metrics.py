@@ -53,6 +53,7 @@ class Collector:
         yield from self._partitions()
         yield from self._memory_and_store()
         yield from self._groups()
+        yield from self._udp()
 
     def _build(self) -> Iterator[Metric]:
         info = GaugeMetricFamily("martlet_build_info", "Martlet's version, the cluster and this node (always 1)",
@@ -150,6 +151,18 @@ class Collector:
                     lag.add_metric([row.group_id, tp.topic, str(tp.partition)],
                                    max(info.high_watermark - committed.offset, 0))
         yield lag
+
+    def _udp(self) -> Iterator[Metric]:
+        counters = self.state.udp
+        if counters is None:
+            return
+        yield CounterMetricFamily("martlet_udp_datagrams_received", "UDP datagrams received", counters.received)
+        outcomes = CounterMetricFamily("martlet_udp_datagrams", "UDP datagrams by outcome (gateway/udp.py)",
+                                       labels=["outcome"])
+        for outcome in counters.OUTCOMES:
+            outcomes.add_metric([outcome], getattr(counters, outcome))
+        yield outcomes
+        yield CounterMetricFamily("martlet_udp_records", "Records of accepted UDP datagrams", counters.records)
 
 
 def _buckets(histogram: LatencyHistogram) -> list[tuple[str, float]]:

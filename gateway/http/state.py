@@ -11,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from ...engine.api import Engine, StoreStats
 from ..context import Context
 from ..server import Server
+from ..udp import UdpCounters
 from .stats import RequestStats
 
 
@@ -34,3 +35,4 @@ class HttpState:
     http_connections: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (open, accepted) on this port
     started_s: float = field(default_factory=time.monotonic)
     version: str = field(default_factory=martlet_version)
+    udp: UdpCounters | None = None  # the datagram front end's counters, when it listens
