@@ -8,4 +8,6 @@
 - `cluster.py` is `martlet bench --cluster`: Martlet clusters of 1 and 2 brokers on ZooKeeper
   and HDFS beside one Kafka broker, and failover times under kill -9 (`failover.py`: the
   steady producer, the timing and the exactly-once read-back).
+- `udp.py` is `martlet bench --udp`: UDP datagrams a second one sender gets accepted and
+  persisted by Martlet's datagram front end (gateway/udp.py).
 """

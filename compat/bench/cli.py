@@ -45,6 +45,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--spark", action="store_true",
                         help="Spark reads one topic with the stock Kafka source and with format(\"martlet\"), "
                              "same session, same broker: time and CPU (--produce-mb, default 2000; --rounds)")
+    parser.add_argument("--udp", action="store_true",
+                        help="UDP datagrams a second one sender gets accepted and persisted by a Martlet "
+                             "(--datagrams; --rounds)")
+    parser.add_argument("--datagrams", type=int, default=None, metavar="N",
+                        help="with --udp: datagrams of 100 bytes per round (default 200,000; quick 20,000)")
     parser.add_argument("--json", metavar="FILE", help="write medians and raw rows here")
     parser.add_argument("--check", metavar="FILE",
                         help="recorded ratios (JSON: \"workload metric\" -> ratio); exit 1 if one "
@@ -68,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return spark_main(options.produce_mb or 2000, options.rounds, _progress_printer())
     if options.cluster:
         return _main_cluster(options, names)
+    if options.udp:
+        from .udp import main as udp_main
+
+        return udp_main(options.datagrams or (20_000 if options.quick else 200_000), options.rounds, _progress_printer())
     scale = QUICK if options.quick else Scale()
     if options.produce_mb:
         scale = dataclasses.replace(scale, produce_bytes=options.produce_mb * 1_000_000)
@@ -93,6 +102,8 @@ def _refused(options: argparse.Namespace) -> str | None:
         return "--rounds must be at least 1"
     if options.kills is not None and (not options.cluster or options.kills < 1):
         return "--kills takes a positive count, with --cluster"
+    if options.datagrams is not None and (not options.udp or options.datagrams < 1):
+        return "--datagrams takes a positive count, with --udp"
     clashing = [flag for flag in ("bootstrap", "check", "hdfs", "martlet_config") if getattr(options, flag)]
     if options.cluster and clashing:
         return f"--cluster starts its own clusters; it does not take --{clashing[0].replace('_', '-')}"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -213,3 +215,13 @@ def test_a_burst_over_the_rate_limit(martlet_process: Callable[..., MartletProce
 
 def test_udp_is_off_by_default(martlet: MartletProcess) -> None:
     assert status(martlet)["udp"] is None
+
+
+def test_bench_udp_reports_accepted_and_persisted() -> None:
+    done = subprocess.run([sys.executable, "-m", "martlet.gateway.cli", "bench", "--udp", "--datagrams", "2000",
+                           "--rounds", "1"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "accepted/s" in done.stdout and "persisted after" in done.stdout, done.stdout
+    refused = subprocess.run([sys.executable, "-m", "martlet.gateway.cli", "bench", "--datagrams", "5"],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode == 2 and "--datagrams takes a positive count, with --udp" in refused.stderr
