@@ -13,6 +13,7 @@ from .handlers import (
     groups,
     log_dirs,
     metadata,
+    native,
     offsets,
     produce,
     producers,
@@ -26,7 +27,7 @@ from .handlers.api import Api
 from .protocol.apis import ApiKey
 
 MODULES: tuple[ModuleType, ...] = (
-    configs, consumer_groups, fetch, group_offsets, groups, log_dirs, metadata, offsets, produce, producers,
+    configs, consumer_groups, fetch, group_offsets, groups, log_dirs, metadata, native, offsets, produce, producers,
     reassignments, topics, transaction_views, transactions, versions)
 
 

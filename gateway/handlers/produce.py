@@ -78,9 +78,9 @@ async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) 
         responses = _all_failed(request, ErrorCode.invalid_required_acks)
     else:
         started = time.monotonic()
-        room = await _room(ctx, request.acks, timeout_s)
+        has_room = await room(ctx, request.acks, timeout_s)
         throttled_ms = int((time.monotonic() - started) * 1000)
-        if not room:
+        if not has_room:
             responses = _all_failed(request, ErrorCode.request_timed_out)  # memory full
         else:
             if ctx.settings.auto_create_topics:
@@ -119,7 +119,7 @@ def _answer_within(timeout_s: float) -> float:
     return max(timeout_s - min(1.0, timeout_s / 10), 0.001)
 
 
-async def _room(ctx: Context, acks: int, timeout_s: float) -> bool:
+async def room(ctx: Context, acks: int, timeout_s: float) -> bool:
     """Wait while the memory budget is full of unpersisted data: without limit for acks=0
     (no answer to time out), else up to timeout_s."""
     if ctx.partitions.has_room():
@@ -177,23 +177,12 @@ def _append(ctx: Context, request: ProduceRequest, version: int, topic: Topic, p
     index = partition_data.index
     tp = TopicPartition(topic.name, index)
     try:
-        batch, header = validate_produced(partition_data.records, topic.config.max_batch_bytes)
-        if (header.compression != UNCOMPRESSED and (limit := decompressed_limit(topic)) is not None
-                and largest_record(batch) > limit):
-            return _failure(index, ErrorCode.invalid_record)
-        append_time = -1
-        if topic.config.timestamp_type == "append":
-            append_time = ctx.clock.now_ms()
-            header = stamp_log_append_time(batch, append_time)
-        elif refused := _outside_window(batch, header, timestamp_window(topic), ctx.clock.now_ms()):
-            return _failure(index, ErrorCode.invalid_timestamp, INVALID_TIMESTAMP) | {"record_errors": refused}
-        if topic.config.compacted and (keyless := _without_key(batch, header, tp)):
-            return _failure(index, ErrorCode.invalid_record, _rejected(keyless)) | {"record_errors": keyless}
+        batch, header, append_time = prepared(ctx, topic, tp, partition_data.records)
         if header.is_transactional and (unverified := _not_in_transaction(ctx, request, version, tp, header)):
             return unverified
-        if (wanted := compression_of(topic)) is not None and wanted[0] != header.compression:
-            batch, header = _recompressed(batch, wanted, topic.config.max_batch_bytes)  # keeps a stamped time
         appended = ctx.partitions.append(tp, batch, header, DURABILITY[request.acks])
+    except Refused as refused:
+        return refused.answer
     except InvalidBatch as invalid:
         return _failure(index, batch_code(invalid), str(invalid))
     except errors.EngineError as error:
@@ -207,6 +196,37 @@ def _append(ctx: Context, request: ProduceRequest, version: int, topic: Topic, p
     if appended.must_persist:
         waits.append(asyncio.ensure_future(_persisted(ctx, tp, appended.base_offset, answer)))
     return answer
+
+
+class Refused(Exception):
+    """A batch the topic refuses, with the partition's answer."""
+
+    def __init__(self, answer: PartitionProduceAnswer) -> None:
+        super().__init__(answer.get("error_message"))
+        self.answer = answer
+
+
+def prepared(ctx: Context, topic: Topic, tp: TopicPartition,
+             records: memoryview | bytes | None) -> tuple[bytearray, BatchHeader, int]:
+    """A produced batch checked against its topic and ready to append: (batch, header, the
+    LogAppendTime stamped or -1). InvalidBatch for a malformed one; Refused (with the answer)
+    for one the topic's configs refuse. The native write (handlers/native.py) runs it too."""
+    index = tp.partition
+    batch, header = validate_produced(records, topic.config.max_batch_bytes)
+    if (header.compression != UNCOMPRESSED and (limit := decompressed_limit(topic)) is not None
+            and largest_record(batch) > limit):
+        raise Refused(_failure(index, ErrorCode.invalid_record))
+    append_time = -1
+    if topic.config.timestamp_type == "append":
+        append_time = ctx.clock.now_ms()
+        header = stamp_log_append_time(batch, append_time)
+    elif refused := _outside_window(batch, header, timestamp_window(topic), ctx.clock.now_ms()):
+        raise Refused(_failure(index, ErrorCode.invalid_timestamp, INVALID_TIMESTAMP) | {"record_errors": refused})
+    if topic.config.compacted and (keyless := _without_key(batch, header, tp)):
+        raise Refused(_failure(index, ErrorCode.invalid_record, _rejected(keyless)) | {"record_errors": keyless})
+    if (wanted := compression_of(topic)) is not None and wanted[0] != header.compression:
+        batch, header = _recompressed(batch, wanted, topic.config.max_batch_bytes)  # keeps a stamped time
+    return batch, header, append_time
 
 
 async def _persisted(ctx: Context, tp: TopicPartition, offset: int, answer: PartitionProduceAnswer) -> None:

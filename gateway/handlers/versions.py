@@ -22,13 +22,13 @@ from ..protocol.answers import (
     ApiVersionsFinalizedFeatureKeyAnswer,
     ApiVersionsSupportedFeatureKeyAnswer,
 )
-from ..protocol.apis import ApiKey, Served
+from ..protocol.apis import KAFKA_KEYS_END, ApiKey, Served
 from ..protocol.codec import RequestHeader
 from .api import handles
 
 
 def advertised(apis: Mapping[ApiKey, Served]) -> list[ApiVersionsApiVersionAnswer]:
-    return [_entry(api) for _, api in sorted(apis.items())]
+    return [_entry(api) for key, api in sorted(apis.items()) if key < KAFKA_KEYS_END]
 
 
 def _entry(api: Served) -> ApiVersionsApiVersionAnswer:

@@ -54,6 +54,12 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     GET_TELEMETRY_SUBSCRIPTIONS = 71
     DESCRIBE_TOPIC_PARTITIONS = 75
+    # Martlet's own, for the native SDK (protocol/native.py); ApiVersions never lists them
+    NATIVE_LAYOUT = 32000
+    NATIVE_WRITE = 32001
+
+
+KAFKA_KEYS_END = 32000  # keys from here on are Martlet's own
 
 
 class Served(Protocol):
