@@ -1,0 +1,193 @@
+"""The native SDK's consumers (martlet.client: SimpleConsumer, Consumer) against the session
+broker, with records written by confluent_kafka (librdkafka): what is read, in order and with
+every field; group members splitting a topic and handing partitions over through KIP-848
+heartbeats without losing or repeating a record; manual commits; broadcast members; and
+read_committed dropping an aborted transaction."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+import pytest
+from confluent_kafka import Producer
+
+from martlet.client.admin import Admin
+from martlet.client.consumer import Consumer
+from martlet.client.errors import BrokerError
+from martlet.client.message import Message
+from martlet.client.simple_consumer import SimpleConsumer
+from tests.integration.clients import unique_topic
+
+pytestmark = pytest.mark.integration
+
+WAIT_S = 30.0  # a rebalance takes up to two heartbeat intervals (5 s each) of the broker's
+FLUSH_S = 30.0
+POLL_S = 0.2
+BASE_TS_MS = 1_700_000_000_000
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    with Admin(bootstrap) as admin:
+        admin.create_topic(topic, partitions)
+
+
+def produce(bootstrap: str, topic: str, partitions: int, count: int, first: int = 0) -> None:
+    """`count` records, value b"v<i>" for i from `first`, round-robin over the partitions."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(first, first + count):
+        producer.produce(topic, value=b"v%d" % i, key=b"k%d" % i, partition=i % partitions)
+    assert producer.flush(FLUSH_S) == 0
+
+
+def read_until(consumers: Iterable[Consumer], seen: list[list[Message]], done: Callable[[], bool],
+               timeout_s: float = WAIT_S) -> None:
+    """Poll every consumer in turn, appending what each returns to its list, until `done`."""
+    members = list(consumers)
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"not done after {timeout_s} s: {[len(s) for s in seen]} read"
+        for member, got in zip(members, seen):
+            got += member.poll(POLL_S)
+
+
+def values(messages: Iterable[Message]) -> list[bytes | None]:
+    return [m.value for m in messages]
+
+
+def expected(first: int, count: int) -> set[bytes]:
+    return {b"v%d" % i for i in range(first, first + count)}
+
+
+def test_simple_consumer_reads_in_order_from_an_offset(martlet):
+    topic = unique_topic("simple")
+    create_topic(martlet.bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": martlet.bootstrap})
+    for i in range(20):
+        producer.produce(topic, value=b"v%d" % i, key=None if i == 3 else b"k%d" % i, partition=1,
+                         timestamp=BASE_TS_MS + i, headers=[("n", b"%d" % i), ("empty", None)])
+    assert producer.flush(FLUSH_S) == 0
+    with SimpleConsumer(martlet.bootstrap, topic, 1) as consumer:
+        assert (consumer.earliest(), consumer.latest()) == (0, 20)
+        got: list[Message] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < 13 and time.monotonic() < deadline:
+            got += consumer.fetch(7 + len(got), max_messages=4)
+        assert [m.offset for m in got] == list(range(7, 20))
+        for m in got:
+            i = m.offset
+            assert (m.topic, m.partition, m.value, m.key, m.timestamp) == (topic, 1, b"v%d" % i, b"k%d" % i, BASE_TS_MS + i)
+            assert m.headers == (("n", b"%d" % i), ("empty", None))
+        assert consumer.fetch(3, max_messages=1)[0].key is None
+        started = time.monotonic()
+        assert consumer.fetch(20, timeout_s=0.5) == []
+        assert time.monotonic() - started >= 0.4  # it waited for data (Fetch's max_wait)
+    with SimpleConsumer(martlet.bootstrap, topic, 0) as empty:
+        assert (empty.earliest(), empty.latest()) == (0, 0)
+
+
+def test_group_members_split_a_topic_and_hand_over(martlet):
+    topic, group = unique_topic("split"), unique_topic("group")
+    create_topic(martlet.bootstrap, topic, 4)
+    produce(martlet.bootstrap, topic, 4, 40)
+    first = Consumer(martlet.bootstrap, group, [topic], commit_interval_s=1.0)
+    second = Consumer(martlet.bootstrap, group, [topic], commit_interval_s=1.0)
+    seen: list[list[Message]] = [[], []]
+    try:
+        read_until([first, second], seen, lambda: len(first.assignment()) == 2 == len(second.assignment())
+                   and len(seen[0]) + len(seen[1]) == 40)
+        assert first.assignment().isdisjoint(second.assignment())
+        produce(martlet.bootstrap, topic, 4, 40, first=40)
+        before = [len(s) for s in seen]
+        read_until([first, second], seen, lambda: len(seen[0]) + len(seen[1]) == 80)
+        for member, got, start in zip([first, second], seen, before):  # each read its own partitions only
+            assert {(m.topic, m.partition) for m in got[start:]} <= member.assignment()
+            assert got[start:], "each member reads its share"
+        second.close()  # commits its positions, then leaves
+        read_until([first], seen, lambda: len(first.assignment()) == 4)
+        produce(martlet.bootstrap, topic, 4, 40, first=80)
+        read_until([first], seen, lambda: len(seen[0]) + len(seen[1]) == 120)
+        every = seen[0] + seen[1]
+        assert len({(m.partition, m.offset) for m in every}) == 120  # no record twice
+        assert set(values(every)) == expected(0, 120)  # none lost
+        for got in seen:  # each partition's records in offset order
+            for partition in range(4):
+                offsets = [m.offset for m in got if m.partition == partition]
+                assert offsets == sorted(offsets)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_manual_commit_is_where_the_next_member_resumes(martlet):
+    topic, group = unique_topic("manual"), unique_topic("group")
+    create_topic(martlet.bootstrap, topic, 2)
+    produce(martlet.bootstrap, topic, 2, 10)
+    seen: list[list[Message]] = [[]]
+    with Consumer(martlet.bootstrap, group, [topic], auto_commit=False) as consumer:
+        read_until([consumer], seen, lambda: len(seen[0]) == 10)
+        consumer.commit()
+        produce(martlet.bootstrap, topic, 2, 6, first=10)
+        read_until([consumer], seen, lambda: len(seen[0]) == 16)
+    assert set(values(seen[0])) == expected(0, 16)
+    after: list[list[Message]] = [[]]
+    with Consumer(martlet.bootstrap, group, [topic], auto_commit=False) as resumed:
+        read_until([resumed], after, lambda: len(after[0]) >= 6)
+        after[0] += resumed.poll(0.5)  # nothing more comes
+    assert sorted(values(after[0])) == sorted(expected(10, 6))  # exactly what was read after the commit
+
+
+def test_broadcast_members_each_read_everything_and_resume(martlet):
+    topic, group = unique_topic("broadcast"), unique_topic("group")
+    create_topic(martlet.bootstrap, topic, 3)
+    produce(martlet.bootstrap, topic, 3, 30)
+    one = Consumer(martlet.bootstrap, group, [topic], broadcast=True, member_name="one")
+    two = Consumer(martlet.bootstrap, group, [topic], broadcast=True, member_name="two")
+    seen: list[list[Message]] = [[], []]
+    try:
+        read_until([one, two], seen, lambda: len(seen[0]) == 30 == len(seen[1]))
+        assert set(values(seen[0])) == set(values(seen[1])) == expected(0, 30)
+        assert len(one.assignment()) == 3 == len(two.assignment())
+    finally:
+        one.close()  # commits under f"{group}.one"
+        two.close()
+    produce(martlet.bootstrap, topic, 3, 9, first=30)
+    again: list[list[Message]] = [[]]
+    with Consumer(martlet.bootstrap, group, [topic], broadcast=True, member_name="one") as restarted:
+        read_until([restarted], again, lambda: len(again[0]) >= 9)
+        again[0] += restarted.poll(0.5)
+    assert sorted(values(again[0])) == sorted(expected(30, 9))
+
+
+def test_read_committed_skips_an_aborted_transaction(martlet):
+    topic = unique_topic("txn")
+    create_topic(martlet.bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": martlet.bootstrap, "transactional.id": unique_topic("tx")})
+    producer.init_transactions(FLUSH_S)
+    for outcome in ("aborted", "committed"):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce(topic, value=b"%s-%d" % (outcome.encode(), i), partition=0)
+        producer.flush(FLUSH_S)
+        if outcome == "aborted":
+            producer.abort_transaction(FLUSH_S)
+        else:
+            producer.commit_transaction(FLUSH_S)
+    committed = [b"committed-%d" % i for i in range(5)]
+    with SimpleConsumer(martlet.bootstrap, topic, 0) as simple:
+        end = simple.latest()
+        assert end == 12  # 10 records and two markers
+        assert values(simple.fetch(0, timeout_s=5.0)) == committed
+    with SimpleConsumer(martlet.bootstrap, topic, 0, read_committed=False) as uncommitted:
+        assert len(uncommitted.fetch(0, timeout_s=5.0)) == 10
+    seen: list[list[Message]] = [[]]
+    with Consumer(martlet.bootstrap, unique_topic("group"), [topic]) as consumer:
+        read_until([consumer], seen, lambda: len(seen[0]) >= 5)
+        seen[0] += consumer.poll(0.5)
+    assert values(seen[0]) == committed
+
+
+def test_an_unknown_topic_is_an_error_from_poll(martlet):
+    with Consumer(martlet.bootstrap, unique_topic("group"), [unique_topic("missing")]) as consumer:
+        with pytest.raises(BrokerError, match="UNKNOWN_TOPIC_OR_PARTITION"):
+            consumer.poll(1.0)
