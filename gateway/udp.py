@@ -196,7 +196,7 @@ class UdpCounters:
     listen: str = ""  # the bound "host:port"
     received: int = 0
     accepted: int = 0
-    records: int = 0  # records of accepted datagrams (a binary one holds a whole batch)
+    records: int = 0  # records appended from accepted datagrams (a binary one holds a batch; a resent one none)
     malformed: int = 0
     rate_limited: int = 0
     unknown_topic: int = 0
@@ -233,7 +233,7 @@ class UdpListener:
         self._flush_handle: asyncio.Handle | None = None
         self._next: dict[str, int] = {}  # round robin: the next turn per topic
         self._logged: dict[str, float] = {}  # source -> when its last malformed datagram was logged
-        self._creating: set[str] = set()
+        self._creating: dict[str, asyncio.Task[None]] = {}  # topic name -> its creation (auto_create_topics)
 
     async def start(self) -> tuple[str, int]:
         self._stream = await asyncio_dgram.bind((self.host, self.port))
@@ -254,7 +254,8 @@ class UdpListener:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        self._flush_all()
+        await self.wait_created()
+        self.flush()
 
     async def _receive(self, stream: asyncio_dgram.DatagramServer) -> None:
         """Take datagrams until the socket closes. recv() returns at once while datagrams are
@@ -315,7 +316,7 @@ class UdpListener:
         if len(pending.records) >= FLUSH_RECORDS_MAX or pending.bytes >= min(FLUSH_BYTES_MAX, topic.config.max_batch_bytes):
             self._flush(tp)
         elif self._flush_handle is None:
-            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush_all)
+            self._flush_handle = asyncio.get_running_loop().call_soon(self.flush)
 
     def _take_batch(self, topic: Topic, datagram: BatchDatagram, source: str) -> None:
         index = datagram.partition if datagram.partition != NO_PARTITION else self._round_robin(topic)
@@ -333,8 +334,7 @@ class UdpListener:
         except (Malformed, InvalidBatch) as why:  # InvalidBatch: compressed records that do not decode
             self._malformed(source, str(why))
             return
-        if self._append(tp, batch, header, 1):
-            self.counters.records += header.record_count
+        self._append(tp, batch, header, 1, header.record_count)
 
     def _round_robin(self, topic: Topic) -> int | None:
         """The next of the topic's partitions this node serves; None if it serves none."""
@@ -350,7 +350,8 @@ class UdpListener:
     def _serves(self, topic: str, index: int) -> bool:
         return self.ctx.partitions.session_if_open(topic, index) is not None
 
-    def _flush_all(self) -> None:
+    def flush(self) -> None:
+        """Append every partition's gathered text records (one batch each)."""
         self._flush_handle = None
         for tp in list(self._pending):
             self._flush(tp)
@@ -367,29 +368,30 @@ class UdpListener:
         header = parse_header(batch)
         if topic.config.timestamp_type == "append":
             header = stamp_log_append_time(batch, pending.records[-1].timestamp)
-        if self._append(tp, batch, header, len(pending.records)):
-            self.counters.records += len(pending.records)
+        self._append(tp, batch, header, len(pending.records), len(pending.records))
 
-    def _append(self, tp: TopicPartition, batch: bytearray, header: BatchHeader, datagrams: int) -> bool:
-        """Append as Produce acks=1 does; count the datagrams by outcome."""
+    def _append(self, tp: TopicPartition, batch: bytearray, header: BatchHeader, datagrams: int, records: int) -> None:
+        """Append as Produce acks=1 does; count the datagrams by outcome (a resent idempotent
+        batch is accepted, its records not counted again: the log holds them once)."""
         counters = self.counters
         if not self.ctx.partitions.has_room():
             counters.dropped_full += datagrams
-            return False
+            return
         try:
-            self.ctx.partitions.append(tp, batch, header, Durability.MEMORY)
+            appended = self.ctx.partitions.append(tp, batch, header, Durability.MEMORY)
         except (errors.NotServedHere, errors.PartitionClosed):
             counters.not_served += datagrams
-            return False
+            return
         except (errors.UnknownTopic, errors.UnknownPartition):
             counters.unknown_topic += datagrams
-            return False
+            return
         except (errors.EngineError, InvalidBatch) as refused:  # e.g. an idempotent producer's sequence
             counters.malformed += datagrams
             logger.debug("UDP: %s refused: %s", tp, refused)
-            return False
+            return
         counters.accepted += datagrams
-        return True
+        if not appended.duplicate:
+            counters.records += records
 
     def _malformed(self, source: str, why: str) -> None:
         self.counters.malformed += 1
@@ -408,9 +410,12 @@ class UdpListener:
         if (not self.ctx.settings.auto_create_topics or is_internal(name) or name in self._creating
                 or len(self._creating) >= CREATIONS_MAX):
             return
-        self._creating.add(name)
-        task = asyncio.get_running_loop().create_task(self._create(name))
-        task.add_done_callback(lambda _task: self._creating.discard(name))
+        task = self._creating[name] = asyncio.get_running_loop().create_task(self._create(name))
+        task.add_done_callback(lambda _task: self._creating.pop(name, None))
+
+    async def wait_created(self) -> None:
+        """Until the topic creations datagrams started have ended."""
+        await asyncio.gather(*self._creating.values(), return_exceptions=True)
 
     async def _create(self, name: str) -> None:
         try:
