@@ -233,6 +233,7 @@ class UdpListener:
         self._flush_handle: asyncio.Handle | None = None
         self._next: dict[str, int] = {}  # round robin: the next turn per topic
         self._logged: dict[str, float] = {}  # source -> when its last malformed datagram was logged
+        self._bug_logged_s = -LOG_EVERY_S
         self._creating: dict[str, asyncio.Task[None]] = {}  # topic name -> its creation (auto_create_topics)
 
     async def start(self) -> tuple[str, int]:
@@ -271,8 +272,10 @@ class UdpListener:
             source = str(address[0]) if isinstance(address, tuple) else str(address)
             try:
                 self.take(data, source)
-            except Exception:  # our own bug: logged, and the listener goes on
-                logger.exception("UDP: a datagram from %s could not be taken", source)
+            except Exception:  # our own bug: logged (once a minute), and the listener goes on
+                if self.now_s() - self._bug_logged_s >= LOG_EVERY_S:
+                    self._bug_logged_s = self.now_s()
+                    logger.exception("UDP: a datagram from %s could not be taken", source)
 
     def take(self, data: bytes, source: str) -> None:
         """Count and route one datagram from `source` (an IP address)."""
