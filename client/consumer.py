@@ -36,8 +36,8 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from typing import Any, Literal, TypedDict, Unpack
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from kio.schema.errors import ErrorCode
 
@@ -60,6 +60,7 @@ from .loop import LoopThread
 from .message import Message
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, CONSUMER_GROUP_HEARTBEAT = 8, 9, 10, 68
 OFFSETS_VERSION = 9  # OffsetCommit and OffsetFetch: the first with KIP-848's member epoch, topics by name
@@ -188,7 +189,9 @@ class AsyncConsumer:
         return set(self._positions)
 
     async def start(self) -> None:
-        """Start the background work (the first call of any other does)."""
+        """Start the background work (the first call of any other does). MartletError once closed."""
+        if self._closed:
+            raise MartletError("the consumer is closed")
         if self._started:
             return
         self._started = True
@@ -485,16 +488,22 @@ class Consumer:
         self._closed = False
 
     def poll(self, timeout_s: float = 1.0) -> list[Message]:
-        return self._loop.run(self._consumer.poll(timeout_s))
+        return self._run(self._consumer.poll(timeout_s))
 
     def commit(self) -> None:
-        self._loop.run(self._consumer.commit())
+        self._run(self._consumer.commit())
 
     def assignment(self) -> set[TopicPartition]:
         async def read() -> set[TopicPartition]:
             return self._consumer.assignment()
 
-        return self._loop.run(read())
+        return self._run(read())
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coroutine.close()
+            raise MartletError("the consumer is closed")
+        return self._loop.run(coroutine)
 
     def close(self) -> None:
         """Close (see AsyncConsumer.close); a second call does nothing."""

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from .brokers import Brokers
-from .errors import BrokerError
+from .errors import BrokerError, MartletError
 from .fetching import (
     EARLIEST,
     LATEST,
@@ -28,6 +30,7 @@ from .message import Message
 
 DEFAULT_TIMEOUT_S = 30.0
 RETRY_PAUSE_S = 0.1
+T = TypeVar("T")
 
 
 class AsyncSimpleConsumer:
@@ -99,13 +102,19 @@ class SimpleConsumer:
         self._closed = False
 
     def fetch(self, offset: int, max_messages: int = 500, timeout_s: float = 1.0) -> list[Message]:
-        return self._loop.run(self._consumer.fetch(offset, max_messages, timeout_s))
+        return self._run(self._consumer.fetch(offset, max_messages, timeout_s))
 
     def earliest(self) -> int:
-        return self._loop.run(self._consumer.earliest())
+        return self._run(self._consumer.earliest())
 
     def latest(self) -> int:
-        return self._loop.run(self._consumer.latest())
+        return self._run(self._consumer.latest())
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coroutine.close()
+            raise MartletError("the consumer is closed")
+        return self._loop.run(coroutine)
 
     def close(self) -> None:
         """Close the connections; a second call does nothing."""

@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 
 from martlet.client.admin import Admin
 from martlet.client.consumer import Consumer
-from martlet.client.errors import BrokerError
+from martlet.client.errors import BrokerError, MartletError
 from martlet.client.message import Message
 from martlet.client.simple_consumer import SimpleConsumer
 from tests.integration.clients import unique_topic
@@ -191,3 +191,26 @@ def test_an_unknown_topic_is_an_error_from_poll(martlet):
     with Consumer(martlet.bootstrap, unique_topic("group"), [unique_topic("missing")]) as consumer:
         with pytest.raises(BrokerError, match="UNKNOWN_TOPIC_OR_PARTITION"):
             consumer.poll(1.0)
+
+
+def test_partitions_added_to_a_topic_are_read(martlet):
+    topic = unique_topic("grown")
+    create_topic(martlet.bootstrap, topic, 2)
+    produce(martlet.bootstrap, topic, 2, 4)
+    member = Consumer(martlet.bootstrap, unique_topic("group"), [topic])
+    reader = Consumer(martlet.bootstrap, unique_topic("group"), [topic], broadcast=True)
+    seen: list[list[Message]] = [[], []]
+    try:
+        read_until([member, reader], seen, lambda: len(seen[0]) == 4 == len(seen[1]))
+        with Admin(martlet.bootstrap) as admin:
+            admin.add_partitions(topic, 3)
+        produce(martlet.bootstrap, topic, 3, 3, first=30)  # one record into each partition, the new one too
+        read_until([member, reader], seen, lambda: len(seen[0]) == 7 == len(seen[1]))
+        for got in seen:
+            assert {m.partition for m in got[4:]} == {0, 1, 2}
+        assert len(member.assignment()) == 3 == len(reader.assignment())
+    finally:
+        member.close()
+        reader.close()
+    with pytest.raises(MartletError, match="closed"):
+        member.poll(0.1)
