@@ -214,3 +214,20 @@ def test_partitions_added_to_a_topic_are_read(martlet):
         reader.close()
     with pytest.raises(MartletError, match="closed"):
         member.poll(0.1)
+
+
+def test_consumers_go_on_after_the_broker_restarts(martlet_process):
+    broker = martlet_process()
+    topic, group = unique_topic("restart"), unique_topic("group")
+    create_topic(broker.bootstrap, topic, 2)
+    produce(broker.bootstrap, topic, 2, 10)
+    seen: list[list[Message]] = [[]]
+    with Consumer(broker.bootstrap, group, [topic], commit_interval_s=0.5) as member, \
+            SimpleConsumer(broker.bootstrap, topic, 0) as simple:
+        read_until([member], seen, lambda: len(seen[0]) == 10)
+        assert len(simple.fetch(0)) == 5
+        broker.restart()  # every connection breaks
+        produce(broker.bootstrap, topic, 2, 10, first=10)
+        read_until([member], seen, lambda: len(seen[0]) >= 20)
+        assert [m.offset for m in simple.fetch(5, timeout_s=5.0)] == [5, 6, 7, 8, 9]
+    assert sorted(values(seen[0])) == sorted(expected(0, 20))  # nothing lost, nothing twice
