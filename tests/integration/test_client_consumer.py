@@ -10,7 +10,9 @@ import time
 from collections.abc import Callable, Iterable
 
 import pytest
+from confluent_kafka import Consumer as KafkaConsumer
 from confluent_kafka import Producer
+from confluent_kafka import TopicPartition as KafkaPartition
 
 from martlet.client.admin import Admin
 from martlet.client.consumer import Consumer
@@ -231,3 +233,18 @@ def test_consumers_go_on_after_the_broker_restarts(martlet_process):
         read_until([member], seen, lambda: len(seen[0]) >= 20)
         assert [m.offset for m in simple.fetch(5, timeout_s=5.0)] == [5, 6, 7, 8, 9]
     assert sorted(values(seen[0])) == sorted(expected(0, 20))  # nothing lost, nothing twice
+
+
+def test_a_position_out_of_range_resets_to_start(martlet):
+    topic, group = unique_topic("range"), unique_topic("group")
+    create_topic(martlet.bootstrap, topic, 1)
+    produce(martlet.bootstrap, topic, 1, 5)
+    committer = KafkaConsumer({"bootstrap.servers": martlet.bootstrap, "group.id": group})
+    try:  # a committed offset past the end, as after the log was truncated
+        committer.commit(offsets=[KafkaPartition(topic, 0, 1000)], asynchronous=False)
+    finally:
+        committer.close()
+    seen: list[list[Message]] = [[]]
+    with Consumer(martlet.bootstrap, group, [topic]) as member:
+        read_until([member], seen, lambda: len(seen[0]) >= 5)
+    assert values(seen[0]) == [b"v%d" % i for i in range(5)]
