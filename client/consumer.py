@@ -70,6 +70,7 @@ GROUP_KEY = 0
 JOIN_EPOCH, LEAVE_EPOCH, NO_EPOCH = 0, -1, -1
 REBALANCE_TIMEOUT_MS = 60_000
 LAYOUT_REFRESH_S = 3.0
+LAYOUT_WAIT_MIN_S = 1.0
 FETCH_WAIT_MAX_S = 1.0  # a poll re-reads its assignment at least this often while it waits
 RETRY_PAUSE_S = 0.1
 COMMIT_ATTEMPTS = 3
@@ -160,13 +161,15 @@ class AsyncConsumer:
 
     async def poll(self, timeout_s: float = 1.0) -> list[Message]:
         """What the member's partitions have from their positions on, waiting up to
-        `timeout_s` for something; [] if nothing came. BrokerError for a topic that does
-        not exist (or a failure of the background membership)."""
+        `timeout_s` for something; [] if nothing came, or no broker answers now (the next
+        poll tries again). BrokerError for a topic that does not exist (or a failure of the
+        background membership)."""
         await self.start()
         deadline = time.monotonic() + timeout_s
         while True:
             self._raise_failure()
-            await self._refresh_layout()
+            if not await self._layout_read(deadline):
+                return []
             remaining = deadline - time.monotonic()
             if not self._positions:
                 if remaining <= 0:
@@ -260,6 +263,16 @@ class AsyncConsumer:
             new = {tp for topic in self.topics for tp in self._leaders.partitions(topic)} - set(self._positions)
             if new:
                 await self._add(new)
+
+    async def _layout_read(self, deadline: float) -> bool:
+        """Refresh the layout when due, within the poll's time (at least LAYOUT_WAIT_MIN_S);
+        False if no broker answered by then: the next poll tries again."""
+        try:
+            await asyncio.wait_for(self._refresh_layout(), max(deadline - time.monotonic(), LAYOUT_WAIT_MIN_S))
+        except (TimeoutError, Disconnected) as error:
+            log.info("group %s: no layout yet: %s", self.group, error or type(error).__name__)
+            return False
+        return True
 
     async def _start_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         """Each partition's `start` offset (earliest or latest), retried past moved leaders."""
