@@ -204,6 +204,7 @@ class Topics:
         old = topic.partition_count
         topic, opened = await self._off_loop(self._grow_now, name, old, count)
         self._serve(opened)
+        topic = await self._off_loop(self._catalog.record_splits, name, self._split_points(topic, old))
         logger.info("topic %s grew from %d to %d partitions (topic version %d)", name, old, count, topic.version)
         return topic
 
@@ -357,6 +358,16 @@ class Topics:
         return [(TopicPartition(topic.name, index), future.result()) for index, future in zip(served, opening, strict=True)]
 
     # -- helpers
+
+    def _split_points(self, topic: Topic, old_count: int) -> list[tuple[int, int, int]]:
+        """(child, parent, the parent's end now) for the partitions from `old_count` on: read
+        on the event loop after the new V took effect here, so every write routed by the old
+        ranges is below it (-1: another node serves the parent)."""
+        found = []
+        for child, parent in topic.parents(old_count):
+            opened = self._partitions.get_open(TopicPartition(topic.name, parent))
+            found.append((child, parent, -1 if opened is None else opened.tail.end))
+        return found
 
     def _serve(self, opened: list[tuple[TopicPartition, Partition]]) -> None:
         for tp, partition in opened:

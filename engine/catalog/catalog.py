@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InvalidPartitionCount, TopicExists, UnknownTopic
 from ..store.atomic import read_whole, write_atomically
@@ -189,6 +189,11 @@ class Catalog:
                 f"topic {name!r} has {topic.partition_count} partitions; partitions can only be added")
         self._check_count(count)
         return self._replace(topic.grown(count))
+
+    def record_splits(self, name: str, splits: list[tuple[int, int, int]]) -> Topic:
+        """Add (child, parent, offset) entries (Topic.splits) to the topic, V unchanged."""
+        topic = self.get(name)
+        return self._replace(replace(topic, splits=topic.splits + tuple(splits)))
 
     def reconfigure(self, name: str, config: TopicConfig, overrides: frozenset[str]) -> Topic:
         config.check()

@@ -21,15 +21,23 @@ def initial_ranges(count: int) -> list[tuple[int, int]]:
 
 def split_for(ranges: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
     """The ranges after growing to `count` physical partitions."""
+    return split_with_parents(ranges, count)[0]
+
+
+def split_with_parents(ranges: list[tuple[int, int]], count: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The ranges after growing to `count` physical partitions, and (child, parent) for each
+    new partition: the one whose range it took the upper half of."""
     assert len(ranges) <= count <= SLOTS
     result = list(ranges)
+    parents = []
     while len(result) < count:
         widest = max(range(len(result)), key=lambda i: (result[i][1] - result[i][0], -i))
         start, end = result[widest]
         middle = start + (end - start) // 2
         result[widest] = (start, middle)
+        parents.append((len(result), widest))
         result.append((middle, end))
-    return result
+    return result, parents
 
 
 def slot_of(key: bytes) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import TopicConfig
 from .names import ResourceName
-from .ranges import partition_of_slot, slot_of, split_for
+from .ranges import partition_of_slot, slot_of, split_for, split_with_parents
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,11 @@ class Topic:
     overrides: frozenset[str] = frozenset()
     created_ms: int = 0
     replication_factor: int = 1
+    # (child, parent, offset): partition `child` took the upper half of `parent`'s slots when the
+    # topic grew, and `parent` held no record written by the new ranges below `offset` (its end
+    # when this node saw the new V; -1 when another node served it). Native readers hold a
+    # key's records in `child` back until they have read `parent` up to `offset`.
+    splits: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def name(self) -> str:
@@ -40,6 +45,21 @@ class Topic:
 
     def grown(self, count: int) -> Topic:
         return replace(self, version=self.version + 1, ranges=tuple(split_for(list(self.ranges), count)))
+
+    def parents(self, old_count: int) -> list[tuple[int, int]]:
+        """(child, parent) of each partition from `old_count` on: the partition whose range it
+        took the upper half of, replaying the splits from the ranges `old_count` partitions had."""
+        before = self.ranges_at(old_count)
+        return split_with_parents(before, self.partition_count)[1]
+
+    def ranges_at(self, count: int) -> list[tuple[int, int]]:
+        """The ranges the topic had with `count` partitions (each split joined back)."""
+        ranges = list(self.ranges)
+        while len(ranges) > count:
+            start, end = ranges.pop()
+            joined = next(i for i, (_, upper) in enumerate(ranges) if upper == start)
+            ranges[joined] = (ranges[joined][0], end)
+        return ranges
 
     def reconfigured(self, config: TopicConfig, overrides: frozenset[str]) -> Topic:
         return replace(self, config=config, overrides=overrides)
@@ -56,6 +76,7 @@ class Topic:
             "overrides": sorted(self.overrides),
             "created_ms": self.created_ms,
             "replication_factor": self.replication_factor,
+            "splits": [list(split) for split in self.splits],
         }
         return json.dumps(doc, indent=1).encode()
 
@@ -65,4 +86,5 @@ class Topic:
         config = TopicConfig().updated(doc["config"])
         ranges = tuple((int(a), int(b)) for a, b in doc["ranges"])
         return cls(ResourceName.parse(doc["resource"]), int(doc["version"]), ranges, config,
-                   frozenset(doc["overrides"]), int(doc["created_ms"]), int(doc.get("replication_factor", 1)))
+                   frozenset(doc["overrides"]), int(doc["created_ms"]), int(doc.get("replication_factor", 1)),
+                   tuple((int(c), int(p), int(o)) for c, p, o in doc.get("splits", ())))

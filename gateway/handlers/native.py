@@ -23,6 +23,7 @@ from ..protocol.apis import ApiKey
 from ..protocol.codec import RequestHeader
 from ..protocol.native import (
     NO_NODE,
+    NO_PARENT,
     UNKNOWN,
     PartitionLayout,
     TopicLayout,
@@ -59,13 +60,15 @@ def _layout(ctx: Context, name: str) -> TopicLayout:
     if topic is None:
         return TopicLayout(ErrorCode.unknown_topic_or_partition, name, "", NO_ID, UNKNOWN, ())
     partitions = []
+    splits = {child: (parent, offset) for child, parent, offset in topic.splits}
     for index, (start, end) in enumerate(topic.ranges):
         leader = ctx.cluster.leader_of(topic.name, index)
         session = ctx.partitions.session_if_open(topic.name, index)
         checkpoint = UNKNOWN if session is None else ctx.partitions.info(TopicPartition(topic.name, index)).checkpoint
         partitions.append(PartitionLayout(
             index, start, end, NO_NODE if leader is None else leader.node_id, "" if leader is None else leader.host,
-            -1 if leader is None else leader.port, UNKNOWN if session is None else session, checkpoint))
+            -1 if leader is None else leader.port, UNKNOWN if session is None else session, checkpoint,
+            *splits.get(index, (NO_PARENT, UNKNOWN))))
     return TopicLayout(ErrorCode.none, topic.name, str(topic.resource), topic.resource.uid, topic.version,
                        tuple(partitions))
 

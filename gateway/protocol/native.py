@@ -15,7 +15,11 @@ LAYOUT (key 32000, v0): what a native writer needs to route and to name what it 
               partitions int32 count [index int32, slot_start int32, slot_end int32 (a range
               [start, end) of the 65,536 logical partitions), leader_id int32 (-1: none),
               leader_host string, leader_port int32, session int32 (S, -1 when the leader is
-              another node), checkpoint int64 (C, -1 likewise)]]
+              another node), checkpoint int64 (C, -1 likewise), parent int32 (the partition
+              whose slots this one split off when the topic grew; -1 for an original one),
+              split_offset int64 (where the parent held no record of the old ranges any more:
+              a native reader delivers this partition's records of a key only after it has
+              read the parent up to there; -1 unknown)]]
 
 WRITE (key 32001, v0): one batch per partition, taken into the broker's memory.
 
@@ -42,7 +46,7 @@ from .codec import ProtocolError, RequestHeader
 
 LAYOUT_KEY, WRITE_KEY = 32000, 32001
 VERSION = 0
-NO_NODE, UNKNOWN = -1, -1
+NO_NODE, NO_PARENT, UNKNOWN = -1, -1, -1
 
 _HEADER = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
@@ -51,7 +55,7 @@ _TIMEOUT_COUNT = struct.Struct(">ii")
 _PARTITION_WRITE = struct.Struct(">iii")  # partition, version, session
 _ANSWER_FIXED = struct.Struct(">ihqiiqq")  # partition, error, base_offset, version, session, checkpoint, log_start
 _SLOTS = struct.Struct(">iiii")  # index, slot_start, slot_end, leader_id
-_SESSION_CHECKPOINT = struct.Struct(">iq")
+_SESSION_CHECKPOINT = struct.Struct(">iqiq")  # session, checkpoint, parent, split_offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,8 @@ class PartitionLayout:
     leader_port: int
     session: int
     checkpoint: int
+    parent: int = -1
+    split_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +164,8 @@ def encode_layout_answer(header: RequestHeader, topics: list[TopicLayout]) -> by
         out += topic.topic_id.bytes + _I32.pack(topic.version) + _I32.pack(len(topic.partitions))
         for p in topic.partitions:
             out += _SLOTS.pack(p.index, p.slot_start, p.slot_end, p.leader_id) + _string(p.leader_host)
-            out += _I32.pack(p.leader_port) + _SESSION_CHECKPOINT.pack(p.session, p.checkpoint)
+            out += _I32.pack(p.leader_port) + _SESSION_CHECKPOINT.pack(p.session, p.checkpoint, p.parent,
+                                                                        p.split_offset)
     return _framed(out)
 
 
@@ -186,8 +193,9 @@ def decode_layout_answer(frame: bytes | memoryview) -> tuple[int, list[TopicLayo
             index, start, end, leader = reader.fixed(_SLOTS)
             host = reader.string()
             (port,) = reader.fixed(_I32)
-            session, checkpoint = reader.fixed(_SESSION_CHECKPOINT)
-            partitions.append(PartitionLayout(index, start, end, leader, host, port, session, checkpoint))
+            session, checkpoint, parent, split_offset = reader.fixed(_SESSION_CHECKPOINT)
+            partitions.append(PartitionLayout(index, start, end, leader, host, port, session, checkpoint, parent,
+                                              split_offset))
         topics.append(TopicLayout(error_code, name, resource_name, topic_id, version, tuple(partitions)))
     return correlation_id, topics
 

@@ -44,6 +44,17 @@ def test_growing_bumps_the_version_and_never_shrinks():
         catalog.grow("t", 4)
 
 
+def test_a_child_partition_names_the_parent_it_split_off_and_its_split_point_survives_a_reload():
+    store = MemoryStore()
+    catalog = new_catalog(store)
+    catalog.create("t", 1, TopicConfig(), frozenset(), 0)
+    grown = catalog.grow("t", 4)  # 0 splits into 0 and 1; then 0 into 0 and 2; then 1 into 1 and 3
+    assert grown.parents(1) == [(1, 0), (2, 0), (3, 1)]
+    recorded = catalog.record_splits("t", [(1, 0, 120), (2, 0, 120), (3, 1, 0)])
+    assert recorded.version == grown.version and recorded.splits == ((1, 0, 120), (2, 0, 120), (3, 1, 0))
+    assert new_catalog(store).get("t") == recorded
+
+
 @pytest.mark.parametrize("name", ["", ".", "..", "a#b", "a b", "x" * 250, "ü"])
 def test_bad_names_are_refused(name):
     with pytest.raises(InvalidName):

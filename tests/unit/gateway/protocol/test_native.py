@@ -58,7 +58,7 @@ def test_a_write_answer_reads_back(answers: list[Written]) -> None:
 def test_a_layout_reads_back() -> None:
     topics = [TopicLayout(0, "t", "o#t#" + str(uuid.UUID(int=5)), uuid.UUID(int=5), 3,
                           (PartitionLayout(0, 0, 32768, 1, "127.0.0.1", 9092, 4, 100),
-                           PartitionLayout(1, 32768, 65536, -1, "", -1, -1, -1))),
+                           PartitionLayout(1, 32768, 65536, -1, "", -1, -1, -1, 0, 1234))),
               TopicLayout(3, "gone", "", uuid.UUID(int=0), -1, ())]
     request = layout_request(["t", "gone"], 9, "c")
     header, names_asked = decode_layout_request(_unframed(request), 0, "")
