@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
                              "(--datagrams; --rounds)")
     parser.add_argument("--datagrams", type=int, default=None, metavar="N",
                         help="with --udp: datagrams of 100 bytes per round (default 200,000; quick 20,000)")
+    parser.add_argument("--native", action="store_true",
+                        help="the native SDK's AsyncProducer beside confluent-kafka acks=all on one Martlet: throughput "
+                             "(1 KB and 100 B) and acknowledgement latency at 1,000 records/s (--produce-mb; --rounds)")
     parser.add_argument("--json", metavar="FILE", help="write medians and raw rows here")
     parser.add_argument("--check", metavar="FILE",
                         help="recorded ratios (JSON: \"workload metric\" -> ratio); exit 1 if one "
@@ -73,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return spark_main(options.produce_mb or 2000, options.rounds, _progress_printer())
     if options.cluster:
         return _main_cluster(options, names)
+    if options.native:
+        return _main_native(options)
     if options.udp:
         from .udp import main as udp_main
 
@@ -104,6 +109,9 @@ def _refused(options: argparse.Namespace) -> str | None:
         return "--kills takes a positive count, with --cluster"
     if options.datagrams is not None and (not options.udp or options.datagrams < 1):
         return "--datagrams takes a positive count, with --udp"
+    elsewhere = [flag for flag in ("bootstrap", "check", "hdfs", "cluster", "udp", "spark") if getattr(options, flag)]
+    if options.native and elsewhere:
+        return f"--native starts its own broker and reports its own figures; it does not take --{elsewhere[0]}"
     clashing = [flag for flag in ("bootstrap", "check", "hdfs", "martlet_config") if getattr(options, flag)]
     if options.cluster and clashing:
         return f"--cluster starts its own clusters; it does not take --{clashing[0].replace('_', '-')}"
@@ -111,6 +119,16 @@ def _refused(options: argparse.Namespace) -> str | None:
     if options.bootstrap and started_here:
         return f"--bootstrap measures a broker started elsewhere; it does not take --{started_here[0].replace('_', '-')}"
     return None
+
+
+def _main_native(options: argparse.Namespace) -> int:
+    from .native import QUICK_NATIVE, NativeScale
+    from .native import main as native_main
+
+    scale = QUICK_NATIVE if options.quick else NativeScale()
+    if options.produce_mb:
+        scale = dataclasses.replace(scale, records_1k=options.produce_mb * 1000)
+    return native_main(scale, options.rounds, _progress_printer(), options.json)
 
 
 def _main_cluster(options: argparse.Namespace, names: list[str]) -> int:
