@@ -18,3 +18,4 @@ class Message:
     partition: int = -1
     offset: int = -1
     sequence: int = field(default=-1)  # the producer's number for it (Producer.send returns it)
+    pinned: bool = False  # the sender chose the partition: it stays there when the topic grows

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
@@ -45,6 +46,7 @@ from .loop import LoopThread
 from .message import Message
 from .routing import Router, Strategy
 
+logger = logging.getLogger(__name__)
 INIT_PRODUCER_ID = 22
 BATCH_BYTES_MAX = 1 << 20
 BUFFER_BYTES_DEFAULT = 64 << 20
@@ -79,7 +81,6 @@ class _Callbacks:
 class _State:
     """What a partition's writer last heard from its broker."""
 
-    version: int = -1
     session: int = -1
     checkpoint: int = 0
     leader: tuple[str, int] = ("", 0)
@@ -105,8 +106,12 @@ class AsyncProducer:
         self.callbacks = _Callbacks(on_written, on_persisted, on_failed)
         self.layout: TopicLayout | None = None
         self.router: Router | None = None
+        self.version = -1  # the V the router follows, and every write names
         self.ids = ProducerFields(-1, -1, 0)
         self._writers: dict[int, _Writer] = {}
+        self._routed = asyncio.Event()  # clear while messages move to the partitions of a new V
+        self._routed.set()
+        self._rerouting: asyncio.Task[None] | None = None
         self._buffered = 0
         self._room = asyncio.Event()
         self._room.set()
@@ -126,14 +131,58 @@ class AsyncProducer:
         return self
 
     async def refresh(self) -> TopicLayout:
-        """Read the topic's layout again: leaders, ranges (after partitions were added), V."""
+        """Read the topic's layout again (leaders); a new V starts moving messages (reroute)."""
         (layout,) = await self.brokers.layout([self.topic])
         if layout.error_code:
             raise BrokerError(layout.error_code, f"topic {self.topic!r}")
-        if self.layout is None or layout.version != self.layout.version or self.router is None:
-            self.router = Router([(p.slot_start, p.slot_end) for p in layout.partitions], self.config.partition_strategy)
         self.layout = layout
+        if self.router is None:
+            self.router = Router([(p.slot_start, p.slot_end) for p in layout.partitions], self.config.partition_strategy)
+            self.version = layout.version
+        elif layout.version != self.version:
+            self.version_changed()
         return layout
+
+    def version_changed(self) -> None:
+        """A writer learned of a V other than the one routing follows: move to the new layout."""
+        if self._rerouting is None:
+            self._routed.clear()
+            self._rerouting = asyncio.ensure_future(self._reroute())
+
+    async def routed(self) -> None:
+        """Return once no reroute is under way."""
+        await self._routed.wait()
+
+    async def _reroute(self) -> None:
+        """The online split, as a native producer follows it. Once no writer has a write in
+        flight (every write naming the old V is answered or refused), take the new layout,
+        and move every message not yet written to the partition the new ranges name for its
+        key, in the order it was sent: a key's earlier messages were written to the old
+        partition before the new V took effect, its later ones go to the new partition. What
+        is written stays where it is."""
+        try:
+            await self._all_idle()
+            (layout,) = await self.brokers.layout([self.topic])
+            if layout.error_code:
+                raise BrokerError(layout.error_code, f"topic {self.topic!r}")
+            self.layout = layout
+            self.router = Router([(p.slot_start, p.slot_end) for p in layout.partitions], self.config.partition_strategy)
+            self.version = layout.version
+            unwritten = [message for index in sorted(self._writers) for message in self._writers[index].unwind()]
+            for message in unwritten:
+                self.enqueue(message)
+        except MartletError as error:  # the layout could not be read: the writers retry as ever
+            _log_reroute_failure(error)
+        finally:
+            self._rerouting = None
+            self._routed.set()
+
+    async def _all_idle(self) -> None:
+        while busy := [writer for writer in self._writers.values() if writer.busy]:
+            for writer in busy:
+                writer.changed.clear()
+            await asyncio.wait([asyncio.ensure_future(writer.changed.wait()) for writer in busy],
+                               return_when=asyncio.FIRST_COMPLETED)
 
     async def send(self, value: bytes | None, key: bytes | None = None, *, headers: tuple[tuple[str, bytes | None], ...] = (),
                    partition: int | None = None, sequence: int | None = None, timestamp: int | None = None) -> Message:
@@ -151,20 +200,22 @@ class AsyncProducer:
 
     def message(self, value: bytes | None, key: bytes | None, headers: tuple[tuple[str, bytes | None], ...],
                 partition: int | None, sequence: int | None, timestamp: int | None) -> Message:
-        """A message routed to its partition and numbered (any thread: the synchronous Producer
-        makes them on the caller's)."""
-        assert self.router is not None
-        index = self.router.partition(key) if partition is None else partition
+        """A message, numbered (any thread: the synchronous Producer makes them on the
+        caller's); `enqueue` routes it."""
         if sequence is None:
             sequence = self._sequence
         self._sequence = sequence + 1
         return Message(value, key, headers, int(time.time() * 1000) if timestamp is None else timestamp,
-                       self.topic, index, -1, sequence)
+                       self.topic, -1 if partition is None else partition, -1, sequence, partition is not None)
 
     def enqueue(self, message: Message) -> None:
-        """Into its partition's queue (on the producer's event loop)."""
+        """Route the message (unless its sender chose the partition) and put it in that
+        partition's queue (on the producer's event loop)."""
         if self._closed:
             raise MartletError("the producer is closed")
+        assert self.router is not None
+        if not message.pinned:
+            message.partition = self.router.partition(message.key)
         self._writer(message.partition).add(message)
 
     @property
@@ -225,8 +276,8 @@ class _Writer:
         self.written: deque[_Batch] = deque()  # in the broker's memory, not yet below C
         self.next_sequence = 0
         self._wake = asyncio.Event()
-        self._changed = asyncio.Event()  # something got written, persisted or failed
-        self._busy = False
+        self.changed = asyncio.Event()  # something got written, persisted or failed
+        self.busy = False  # a write is in flight
         self._task = asyncio.ensure_future(self._run())
 
     def add(self, message: Message) -> None:
@@ -237,16 +288,31 @@ class _Writer:
         self._wake.set()
 
     async def idle(self, persisted: bool) -> None:
-        while self.queued or self.resend or (persisted and self.written) or self._busy:
-            self._changed.clear()
+        while self.queued or self.resend or (persisted and self.written) or self.busy:
+            self.changed.clear()
             self._wake.set()
-            await self._changed.wait()
+            await self.changed.wait()
 
     def stop(self) -> None:
         self._task.cancel()
 
+    def unwind(self) -> list[Message]:
+        """Every message not written yet (the resend queue, then the queue), taken out in
+        order for the producer to route again; the next batch here takes the sequence numbers
+        the first of them had."""
+        messages = [message for batch in self.resend for message in batch.messages] + list(self.queued)
+        if self.resend:
+            self.next_sequence = self.resend[0].base_sequence
+        released = sum(batch.size for batch in self.resend) + self.queued_bytes
+        self.resend.clear()
+        self.queued.clear()
+        self.queued_bytes = 0
+        self.producer.buffered(-released)
+        return messages
+
     async def _run(self) -> None:
         while True:
+            await self.producer.routed()
             if not (self.queued or self.resend):
                 try:
                     await asyncio.wait_for(self._wake.wait(), CHECKPOINT_POLL_S if self.written else None)
@@ -256,13 +322,13 @@ class _Writer:
             self._wake.clear()
             if not (self.queued or self.resend):
                 continue
-            self._busy = True
+            self.busy = True
             batch = self.resend.popleft() if self.resend else self._build()
             try:
                 await self._settle(batch)
             finally:
-                self._busy = False
-                self._changed.set()
+                self.busy = False
+                self.changed.set()
 
     def _build(self) -> _Batch:
         messages: list[Message] = []
@@ -292,7 +358,10 @@ class _Writer:
                     return self._answered(batch, answer)
                 if self._reloaded(answer, batch):
                     return None
-                await self.producer.refresh()  # only V changed: the topic grew, the ranges split
+                if answer.version != self.producer.version:  # the topic grew: the ranges split
+                    if batch is not None:
+                        self.resend.appendleft(batch)
+                    return self.producer.version_changed()
             except (Disconnected, BrokerError) as error:
                 if (isinstance(error, BrokerError) and not error.retriable) or time.monotonic() >= deadline:
                     return self._failed(batch, error)
@@ -305,7 +374,7 @@ class _Writer:
         """One WRITE; an answer with an error other than FENCED_LEADER_EPOCH is raised."""
         connection = await self.producer.brokers.at(*self.state.leader)
         correlation_id = connection.next_id()
-        write = Write(self.producer.topic, self.index, self.state.version, self.state.session,
+        write = Write(self.producer.topic, self.index, self.producer.version, self.state.session,
                       b"" if batch is None else batch.data)
         frame = write_request(WRITE_TIMEOUT_MS, [write], correlation_id, self.producer.brokers.client_id)
         (answer,) = decode_write_answer(await connection.call(frame, correlation_id))[1]
@@ -330,7 +399,9 @@ class _Writer:
         session: they go to the front of the resend queue, then `batch`. True in that case."""
         first = self.state.session < 0
         reloaded = not first and answer.session != self.state.session
-        self.state.version, self.state.session = answer.version, answer.session
+        self.state.session = answer.session
+        if answer.version != self.producer.version:
+            self.producer.version_changed()
         self._persisted_below(answer.checkpoint)
         if not reloaded:
             return False
@@ -345,15 +416,14 @@ class _Writer:
         if batch is None:
             self._reloaded(answer, None)
             return
-        first_write = batch.offset < 0
         batch.offset = answer.base_offset
+        written = self.producer.callbacks.on_written
         for i, message in enumerate(batch.messages):
+            first_write = message.offset < 0  # a resend after a reload moves it, unannounced
             message.offset = batch.offset + i
+            if first_write and written is not None:
+                written(message)
         self.written.append(batch)
-        if first_write and self.producer.callbacks.on_written is not None:
-            for message in batch.messages:
-                self.producer.callbacks.on_written(message)
-        self.state.version = answer.version
         self._persisted_below(answer.checkpoint)
 
     def _persisted_below(self, checkpoint: int) -> None:
@@ -365,7 +435,7 @@ class _Writer:
             if done is not None:
                 for message in batch.messages:
                     done(message)
-        self._changed.set()
+        self.changed.set()
 
     def _failed(self, batch: _Batch | None, error: Exception) -> None:
         if batch is None:
@@ -376,6 +446,10 @@ class _Writer:
         for message in batch.messages:
             if failed is not None:
                 failed(message, error)
+
+
+def _log_reroute_failure(error: Exception) -> None:
+    logger.warning("could not read the topic's new layout; the writers go on retrying: %s", error)
 
 
 class Producer:

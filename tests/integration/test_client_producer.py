@@ -59,9 +59,12 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60.
         consumer.close()
 
 
-def check_history(records: list[tuple[int, int, bytes, int]], must_have: set[int], may_have: int) -> None:
+def check_history(records: list[tuple[int, int, bytes, int]], must_have: set[int], may_have: int,
+                  split: dict[int, int] | None = None) -> None:
     """Every sequence in `must_have` stored once, nothing stored twice, nothing outside
-    range(may_have), and each key's records in sequence order."""
+    range(may_have), and each key's records in sequence order: in one partition, or with
+    `split` (partition -> the partition it split off from) first those in the parent, then
+    those in the child."""
     counts = Counter(seq for _, _, _, seq in records)
     twice = [seq for seq, n in counts.items() if n > 1]
     assert not twice, f"{len(twice)} messages stored twice, e.g. {twice[:5]}"
@@ -72,8 +75,10 @@ def check_history(records: list[tuple[int, int, bytes, int]], must_have: set[int
     for partition, offset, key, seq in records:
         by_key.setdefault(key, []).append((partition, offset, seq))
     for key, placed in by_key.items():
-        assert len({p for p, _, _ in placed}) == 1, f"key {key!r} in several partitions"
-        in_log_order = [seq for _, _, seq in sorted(placed)]
+        partitions = {p for p, _, _ in placed}
+        assert len(partitions) == 1 or (split and len(partitions) == 2 and split.get(max(partitions)) == min(partitions)), \
+            f"key {key!r} in partitions {sorted(partitions)}"
+        in_log_order = [seq for _, _, seq in sorted(placed, key=lambda r: (r[0] in (split or {}), r[1]))]
         assert in_log_order == sorted(in_log_order), f"key {key!r} out of order"
 
 
@@ -205,3 +210,44 @@ def test_broker_and_client_killed_together_lose_only_what_was_above_the_last_c(m
     records = read_all(broker.bootstrap, "native-both", 4)
     check_history(records, reported, 10**7)
     print(f"reported persisted: {len(reported)}, stored: {len(records)}")
+
+
+def test_a_native_producer_follows_an_online_split_at_once_and_keeps_each_key_in_order(martlet: Any) -> None:
+    """Partitions added while 200,000 keyed messages are written: the writer follows the new V
+    at once; a key's records before the split are in its old partition below the recorded split
+    point, those after it in the partition the new ranges name, and every message is stored once."""
+    count = 200_000
+    with Admin(martlet.bootstrap) as admin:
+        admin.create_topic("native-split", 2)
+        written = threading.Semaphore(0)
+        persisted: set[int] = set()
+        producer = Producer(martlet.bootstrap, "native-split", on_written=lambda m: written.release(),
+                            on_persisted=lambda m: persisted.add(m.sequence))
+        grown: list[Any] = []
+
+        def grow_midway() -> None:
+            for _ in range(count // 3):
+                assert written.acquire(timeout=60), "the writes stalled before the split"
+            grown.append(admin.add_partitions("native-split", 5))
+
+        grower = threading.Thread(target=grow_midway, daemon=True)
+        grower.start()
+        try:
+            for seq in range(count):
+                producer.send(str(seq).encode(), b"k%d" % (seq % 500))
+            grower.join(60)
+            producer.wait_persisted(60)
+        finally:
+            producer.close()
+    (layout,) = grown
+    assert layout.version == 2 and persisted == set(range(count))
+    splits = {p.index: (p.parent, p.split_offset) for p in layout.partitions if p.parent >= 0}
+    assert sorted(splits) == [2, 3, 4] and all(offset >= 0 for _, offset in splits.values())
+    records = read_all(martlet.bootstrap, "native-split", 5)
+    check_history(records, persisted, count, {child: parent for child, (parent, _) in splits.items()})
+    router = Router([(p.slot_start, p.slot_end) for p in layout.partitions])
+    split_at = {parent: offset for parent, offset in splits.values()}
+    moved = [(p, o, key) for p, o, key, _ in records if p != router.partition(key)]
+    assert moved, "no message was written before the split"
+    assert all(o < split_at[p] for p, o, _ in moved), "a record of the old ranges above the split point"
+    assert any(p >= 2 for p, _, _, _ in records), "nothing reached the new partitions"
