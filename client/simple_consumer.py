@@ -52,9 +52,10 @@ class AsyncSimpleConsumer:
             wait_s = max(deadline - time.monotonic(), 0.0)
             (found,) = await fetch(self._leaders, {self.tp: offset}, wait_s, self.isolation_level)
             if found.error_code == ErrorCode.none:
-                if found.messages or found.next_offset == offset or time.monotonic() >= deadline:
+                if found.messages or time.monotonic() >= deadline:
                     return found.messages[:max_messages]
-                offset = found.next_offset  # only control or aborted batches: read on from after them
+                # nothing yet (a broker caps its wait), or only control or aborted batches: go on after them
+                offset = found.next_offset
                 continue
             await self._retry_or_raise(found.error_code, deadline + self.timeout_s)
 

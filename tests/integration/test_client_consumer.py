@@ -6,6 +6,7 @@ read_committed dropping an aborted transaction."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 
@@ -15,10 +16,10 @@ from confluent_kafka import Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from martlet.client.admin import Admin
-from martlet.client.consumer import Consumer
+from martlet.client.consumer import AsyncConsumer, Consumer
 from martlet.client.errors import BrokerError, MartletError
 from martlet.client.message import Message
-from martlet.client.simple_consumer import SimpleConsumer
+from martlet.client.simple_consumer import AsyncSimpleConsumer, SimpleConsumer
 from tests.integration.clients import unique_topic
 
 pytestmark = pytest.mark.integration
@@ -253,3 +254,39 @@ def test_a_position_out_of_range_resets_to_start(martlet):
     with Consumer(martlet.bootstrap, group, [topic]) as member:
         read_until([member], seen, lambda: len(seen[0]) >= 5)
     assert values(seen[0]) == [b"v%d" % i for i in range(5)]
+
+
+def test_start_latest_reads_only_what_comes_after_joining(martlet):
+    topic = unique_topic("latest")
+    create_topic(martlet.bootstrap, topic, 2)
+    produce(martlet.bootstrap, topic, 2, 6)
+    seen: list[list[Message]] = [[]]
+    with Consumer(martlet.bootstrap, unique_topic("group"), [topic], start="latest") as member:
+        read_until([member], seen, lambda: len(member.assignment()) == 2)  # positions are set once assigned
+        produce(martlet.bootstrap, topic, 2, 4, first=6)
+        read_until([member], seen, lambda: len(seen[0]) >= 4)
+        seen[0] += member.poll(0.3)
+    assert sorted(values(seen[0])) == sorted(expected(6, 4))
+
+
+def test_the_asynchronous_consumers(martlet):
+    topic = unique_topic("async")
+    create_topic(martlet.bootstrap, topic, 2)
+    produce(martlet.bootstrap, topic, 2, 8)
+
+    async def read() -> tuple[list[Message], int, list[Message]]:
+        async with AsyncConsumer(martlet.bootstrap, unique_topic("group"), [topic]) as member:
+            got: list[Message] = []
+            deadline = time.monotonic() + WAIT_S
+            while len(got) < 8 and time.monotonic() < deadline:
+                got += await member.poll(POLL_S)
+        simple = AsyncSimpleConsumer(martlet.bootstrap, topic, 1)
+        try:
+            return got, await simple.latest(), await simple.fetch(2)
+        finally:
+            await simple.close()
+
+    got, latest, fetched = asyncio.run(read())
+    assert set(values(got)) == expected(0, 8)
+    assert latest == 4
+    assert values(fetched) == [b"v5", b"v7"]  # partition 1 holds the odd ones
