@@ -91,3 +91,9 @@ def test_parquet_export_example(martlet: Any, tmp_path: Path) -> None:
     assert f"exported 30 records of {topic}" in exported
     out = _run(sys.executable, str(EXAMPLES / "parquet_export" / "read_export.py"), str(lake), topic)
     assert out.splitlines()[-1] == f"30 records of {topic}"
+
+
+def test_native_sdk_example(martlet: Any) -> None:
+    out = _run(sys.executable, str(EXAMPLES / "native_sdk" / "sdk_tour.py"), "--bootstrap", martlet.bootstrap)
+    assert "wrote 1000 messages; 1000 persisted" in out
+    assert "the group member read 1000 messages and committed" in out
