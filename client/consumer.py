@@ -170,6 +170,8 @@ class AsyncConsumer:
             self._raise_failure()
             if not await self._layout_read(deadline):
                 return []
+            if self.broadcast:
+                await self._follow_partitions()
             remaining = deadline - time.monotonic()
             if not self._positions:
                 if remaining <= 0:
@@ -246,23 +248,27 @@ class AsyncConsumer:
             else:
                 raise BrokerError(item.error_code, f"{item.tp.topic}[{item.tp.partition}]")
         if reset:
-            self._positions.update(await self._start_offsets(reset))
+            for tp, offset in (await self._start_offsets(reset)).items():
+                if tp in self._positions:  # not revoked meanwhile
+                    self._positions[tp] = offset
         if stale:
             self._layout_read_at = -LAYOUT_REFRESH_S
             await asyncio.sleep(RETRY_PAUSE_S)
         return messages
 
     async def _refresh_layout(self, force: bool = False) -> None:
-        """Read LAYOUT again when it is LAYOUT_REFRESH_S old; broadcast members take up new
-        partitions. BrokerError for a topic that does not exist."""
+        """Read LAYOUT again when it is LAYOUT_REFRESH_S old. BrokerError for a topic that
+        does not exist."""
         if not force and time.monotonic() - self._layout_read_at < LAYOUT_REFRESH_S:
             return
         await self._leaders.refresh(self.topics)
         self._layout_read_at = time.monotonic()
-        if self.broadcast:
-            new = {tp for topic in self.topics for tp in self._leaders.partitions(topic)} - set(self._positions)
-            if new:
-                await self._add(new)
+
+    async def _follow_partitions(self) -> None:
+        """Broadcast mode: take up every partition of the topics the layout names."""
+        new = {tp for topic in self.topics for tp in self._leaders.partitions(topic)} - set(self._positions)
+        if new:
+            await self._add(new)
 
     async def _layout_read(self, deadline: float) -> bool:
         """Refresh the layout when due, within the poll's time (at least LAYOUT_WAIT_MIN_S);
@@ -377,7 +383,7 @@ class AsyncConsumer:
                        for topic in topics]}]}
 
     async def _auto_commits(self) -> None:
-        while not await _wait(self._closing, self.commit_interval_s):
+        while not await _wait_set(self._closing, self.commit_interval_s):
             try:
                 await self._commit(dict(self._positions))
             except MartletError as error:
@@ -387,7 +393,7 @@ class AsyncConsumer:
 
     async def _heartbeats(self) -> None:
         wait_s = 0.0
-        while not await _wait(self._closing, wait_s):
+        while not await _wait_set(self._closing, wait_s):
             try:
                 wait_s = await self._heartbeat()
             except (Disconnected, BrokerError) as error:
@@ -478,7 +484,7 @@ def _committed_offsets(group: Any) -> tuple[dict[TopicPartition, int], bool]:
     return found, unstable
 
 
-async def _wait(event: asyncio.Event, timeout_s: float) -> bool:
+async def _wait_set(event: asyncio.Event, timeout_s: float) -> bool:
     """Whether `event` is set within `timeout_s`."""
     try:
         await asyncio.wait_for(event.wait(), max(timeout_s, 0.0))
