@@ -38,8 +38,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..gateway.protocol.native import TopicLayout, Write, Written, decode_write_answer, write_request
-from ..records.build import NewRecord, build_batch
 from ..records.build import Producer as ProducerFields
+from .batching import build_producer_batch
 from .brokers import Brokers
 from .errors import BrokerError, Disconnected, MartletError
 from .loop import LoopThread
@@ -333,14 +333,15 @@ class _Writer:
     def _build(self) -> _Batch:
         messages: list[Message] = []
         size = 0
-        while self.queued and (not messages or size < self.producer.config.batch_bytes):
-            message = self.queued.popleft()
-            messages.append(message)
+        queued, limit, take = self.queued, self.producer.config.batch_bytes, messages.append
+        while queued and (not messages or size < limit):
+            message = queued.popleft()
+            take(message)
             size += len(message.value or b"") + len(message.key or b"") + 32
         self.queued_bytes -= size
         ids = self.producer.ids._replace(base_sequence=self.next_sequence)
         self.next_sequence = (self.next_sequence + len(messages)) % (SEQUENCE_MAX + 1)
-        data = build_batch([NewRecord(m.key, m.value, m.timestamp, m.headers) for m in messages], producer=ids)
+        data = build_producer_batch(messages, ids)  # build_batch's bytes, in one pass (client/batching.py)
         return _Batch(messages, data, ids.base_sequence, size=size)
 
     async def _settle(self, batch: _Batch | None) -> None:
