@@ -131,8 +131,9 @@ class _Coordinator:
 
 class AsyncConsumer:
     """A group member (or, with `broadcast`, a reader of every partition): poll() returns what
-    its partitions have next. Background work (heartbeats, auto commits) starts with the first
-    call, on the running event loop. See the module docstring for the protocol."""
+    its partitions have next. Topics are named by name or resource name. Background work
+    (heartbeats, auto commits) starts with the first call, on the running event loop. See
+    the module docstring for the protocol."""
 
     def __init__(self, bootstrap: str, group: str, topics: Iterable[str], auto_commit: bool = True,
                  commit_interval_s: float = 5.0, broadcast: bool = False,
@@ -266,7 +267,7 @@ class AsyncConsumer:
 
     async def _follow_partitions(self) -> None:
         """Broadcast mode: take up every partition of the topics the layout names."""
-        new = {tp for topic in self.topics for tp in self._leaders.partitions(topic)} - set(self._positions)
+        new = {tp for topic in self._names() for tp in self._leaders.partitions(topic)} - set(self._positions)
         if new:
             await self._add(new)
 
@@ -292,6 +293,10 @@ class AsyncConsumer:
                 raise BrokerError(errors[0], "list offsets")
             await asyncio.sleep(RETRY_PAUSE_S)
             await self._refresh_layout(force=True)
+
+    def _names(self) -> list[str]:
+        """The topics' names (the layout names those asked for by resource name)."""
+        return [self._leaders.name(topic) or topic for topic in self.topics]
 
     async def _wait_changed(self, timeout_s: float) -> None:
         self._changed.clear()
@@ -408,6 +413,8 @@ class AsyncConsumer:
 
     async def _heartbeat(self) -> float:
         """One heartbeat and what its answer asks; how long until the next one."""
+        if any(self._leaders.name(topic) is None for topic in self.topics):
+            await self._refresh_layout(force=True)  # the group subscribes by name
         answer = await self._coordinator.call(CONSUMER_GROUP_HEARTBEAT, HEARTBEAT_VERSION, self._heartbeat_body,
                                               lambda a: a.error_code)
         if answer.error_code in LOST:
@@ -429,7 +436,7 @@ class AsyncConsumer:
             owned.setdefault(self._leaders.topics[tp.topic].topic_id, []).append(tp.partition)
         return {"group_id": self.group, "member_id": self._member_id, "member_epoch": self._epoch,
                 "instance_id": None, "rack_id": None, "rebalance_timeout": datetime.timedelta(milliseconds=REBALANCE_TIMEOUT_MS),
-                "subscribed_topic_names": self.topics, "subscribed_topic_regex": None, "server_assignor": None,
+                "subscribed_topic_names": self._names(), "subscribed_topic_regex": None, "server_assignor": None,
                 "topic_partitions": [{"topic_id": topic_id, "partitions": partitions} for topic_id, partitions in owned.items()]}
 
     async def _reconcile(self, assigned: Iterable[Any]) -> bool:

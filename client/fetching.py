@@ -114,17 +114,25 @@ def decode_fetched(tp: TopicPartition, offset: int, records: bytes | None,
 
 
 class Leaders:
-    """The last LAYOUT read of some topics: each partition's leader, and topic ids to names."""
+    """The last LAYOUT read of some topics: each partition's leader, topic ids to names, and
+    the names of topics asked for by resource name (owner#name#uuid)."""
 
     def __init__(self, brokers: Brokers) -> None:
         self.brokers = brokers
-        self.topics: dict[str, TopicLayout] = {}
+        self.topics: dict[str, TopicLayout] = {}  # by name
+        self._names: dict[str, str] = {}  # asked (name or resource name) -> name
 
-    async def refresh(self, names: Sequence[str]) -> None:
-        """Read the layout of `names` again; BrokerError for a topic the broker does not know."""
-        for topic in await self.brokers.layout(list(names)):
-            check(topic.error_code, f"topic {topic.name!r}")
+    async def refresh(self, asked: Sequence[str]) -> None:
+        """Read the layout of these topics (names or resource names) again; BrokerError for
+        one the broker does not know (a resource name: also once the topic was re-created)."""
+        for name, topic in zip(asked, await self.brokers.layout(list(asked))):
+            check(topic.error_code, f"topic {name!r}")
             self.topics[topic.name] = topic
+            self._names[name] = topic.name
+
+    def name(self, asked: str) -> str | None:
+        """The name of a topic asked for by name or resource name, once its layout was read."""
+        return self._names.get(asked)
 
     def leader(self, tp: TopicPartition) -> tuple[str, int] | None:
         topic = self.topics.get(tp.topic)

@@ -36,8 +36,10 @@ T = TypeVar("T")
 class AsyncSimpleConsumer:
     def __init__(self, bootstrap: str, topic: str, partition: int, client_id: str = "martlet-simple-consumer",
                  timeout_s: float = DEFAULT_TIMEOUT_S, read_committed: bool = True) -> None:
-        """`timeout_s` bounds how long a call looks for the partition's leader."""
-        self.tp = TopicPartition(topic, partition)
+        """`topic` is a name or a resource name; `timeout_s` bounds how long a call looks
+        for the partition's leader."""
+        self.asked = topic  # a name or a resource name
+        self.tp = TopicPartition(topic, partition)  # by name once the layout is read
         self.timeout_s = timeout_s
         self.isolation_level = READ_COMMITTED if read_committed else READ_UNCOMMITTED
         self._leaders = Leaders(Brokers(bootstrap, client_id, timeout_s))
@@ -81,7 +83,8 @@ class AsyncSimpleConsumer:
 
     async def _know_leader(self) -> None:
         if self._leaders.leader(self.tp) is None:
-            await self._leaders.refresh([self.tp.topic])
+            await self._leaders.refresh([self.asked])
+            self.tp = TopicPartition(self._leaders.name(self.asked) or self.asked, self.tp.partition)
             if self.tp not in self._leaders.partitions(self.tp.topic):
                 raise BrokerError(ErrorCode.unknown_topic_or_partition, f"{self.tp.topic}[{self.tp.partition}]")
 

@@ -30,9 +30,10 @@ POLL_S = 0.2
 BASE_TS_MS = 1_700_000_000_000
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int) -> str:
+    """Create the topic; its resource name."""
     with Admin(bootstrap) as admin:
-        admin.create_topic(topic, partitions)
+        return admin.create_topic(topic, partitions).resource_name
 
 
 def produce(bootstrap: str, topic: str, partitions: int, count: int, first: int = 0) -> None:
@@ -64,7 +65,7 @@ def expected(first: int, count: int) -> set[bytes]:
 
 def test_simple_consumer_reads_in_order_from_an_offset(martlet):
     topic = unique_topic("simple")
-    create_topic(martlet.bootstrap, topic, 2)
+    resource_name = create_topic(martlet.bootstrap, topic, 2)
     producer = Producer({"bootstrap.servers": martlet.bootstrap})
     for i in range(20):
         producer.produce(topic, value=b"v%d" % i, key=None if i == 3 else b"k%d" % i, partition=1,
@@ -85,8 +86,10 @@ def test_simple_consumer_reads_in_order_from_an_offset(martlet):
         started = time.monotonic()
         assert consumer.fetch(20, timeout_s=0.5) == []
         assert time.monotonic() - started >= 0.4  # it waited for data (Fetch's max_wait)
-    with SimpleConsumer(martlet.bootstrap, topic, 0) as empty:
+    with SimpleConsumer(martlet.bootstrap, resource_name, 0) as empty:
         assert (empty.earliest(), empty.latest()) == (0, 0)
+    with SimpleConsumer(martlet.bootstrap, resource_name, 1) as by_resource_name:
+        assert [(m.topic, m.offset) for m in by_resource_name.fetch(18)] == [(topic, 18), (topic, 19)]
 
 
 def test_group_members_split_a_topic_and_hand_over(martlet):
@@ -198,10 +201,10 @@ def test_an_unknown_topic_is_an_error_from_poll(martlet):
 
 def test_partitions_added_to_a_topic_are_read(martlet):
     topic = unique_topic("grown")
-    create_topic(martlet.bootstrap, topic, 2)
+    resource_name = create_topic(martlet.bootstrap, topic, 2)
     produce(martlet.bootstrap, topic, 2, 4)
-    member = Consumer(martlet.bootstrap, unique_topic("group"), [topic])
-    reader = Consumer(martlet.bootstrap, unique_topic("group"), [topic], broadcast=True)
+    member = Consumer(martlet.bootstrap, unique_topic("group"), [resource_name])  # by resource name, as by name
+    reader = Consumer(martlet.bootstrap, unique_topic("group"), [resource_name], broadcast=True)
     seen: list[list[Message]] = [[], []]
     try:
         read_until([member, reader], seen, lambda: len(seen[0]) == 4 == len(seen[1]))
