@@ -407,6 +407,8 @@ class AsyncConsumer:
                     return
                 log.info("group %s: heartbeat failed, retrying: %s", self.group, error)
                 wait_s = RETRY_PAUSE_S * 10
+            except asyncio.CancelledError:
+                raise
             except BaseException as error:  # a bug of ours: poll() raises it
                 self._fail(error)
                 raise
