@@ -25,6 +25,11 @@ resumes where it stopped).
 
 Both modes read LAYOUT again every LAYOUT_REFRESH_S, for moved leaders and for partitions
 added to a topic (broadcast members start reading those; a group's coordinator assigns them).
+A partition added by an online split (ARCHITECTURE.md) is held back until its parent has
+been read up to the split point, by this member or, when another member reads the parent,
+by the group (its committed offset, asked every PARENT_CHECK_S): so a key's records are
+delivered in order across the split. A group whose parent's reader never commits holds the
+child back for good.
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ JOIN_EPOCH, LEAVE_EPOCH, NO_EPOCH = 0, -1, -1
 REBALANCE_TIMEOUT_MS = 60_000
 LAYOUT_REFRESH_S = 3.0
 LAYOUT_WAIT_MIN_S = 1.0
+PARENT_CHECK_S = 1.0  # how often a held child of a split asks for its parent's committed offset
 FETCH_WAIT_MAX_S = 1.0  # a poll re-reads its assignment at least this often while it waits
 RETRY_PAUSE_S = 0.1
 COMMIT_ATTEMPTS = 3
@@ -152,6 +158,9 @@ class AsyncConsumer:
         self._committed: dict[TopicPartition, int] = {}
         self._member_id, self._epoch = uuid.uuid4().hex, JOIN_EPOCH
         self._layout_read_at = -LAYOUT_REFRESH_S
+        self._released: set[TopicPartition] = set()  # children of splits no longer held (_held)
+        self._parents_committed: dict[TopicPartition, int] = {}
+        self._parents_read_at = -PARENT_CHECK_S
         self._changed = asyncio.Event()  # the assignment changed (or the background failed)
         self._closing = asyncio.Event()
         self._failure: BaseException | None = None
@@ -173,14 +182,14 @@ class AsyncConsumer:
                 return []
             if self.broadcast:
                 await self._follow_partitions()
+            fetchable = await self._fetchable()
             remaining = deadline - time.monotonic()
-            if not self._positions:
+            if not fetchable:
                 if remaining <= 0:
                     return []
-                await self._wait_changed(min(remaining, LAYOUT_REFRESH_S))
+                await self._wait_changed(min(remaining, PARENT_CHECK_S if self._positions else LAYOUT_REFRESH_S))
                 continue
-            found = await fetch(self._leaders, dict(self._positions), min(max(remaining, 0.0), FETCH_WAIT_MAX_S),
-                                self.isolation_level)
+            found = await fetch(self._leaders, fetchable, min(max(remaining, 0.0), FETCH_WAIT_MAX_S), self.isolation_level)
             messages = await self._take(found)
             if messages or time.monotonic() >= deadline:
                 return messages
@@ -293,6 +302,57 @@ class AsyncConsumer:
                 raise BrokerError(errors[0], "list offsets")
             await asyncio.sleep(RETRY_PAUSE_S)
             await self._refresh_layout(force=True)
+
+    # -- online split: a child partition waits for its parent
+
+    async def _fetchable(self) -> dict[TopicPartition, int]:
+        """The positions of the partitions not held back (see _held)."""
+        await self._check_parents()
+        return {tp: offset for tp, offset in self._positions.items() if not self._held(tp)}
+
+    def _split_point(self, tp: TopicPartition) -> tuple[TopicPartition, int] | None:
+        """(parent, split offset) of a partition a split added; None for another (or one
+        whose parent has no known split point: in a cluster, see ARCHITECTURE.md)."""
+        partition = self._leaders.topics[tp.topic].partitions[tp.partition]
+        if partition.parent < 0 or partition.split_offset < 0:
+            return None
+        return TopicPartition(tp.topic, partition.parent), partition.split_offset
+
+    def _known(self, tp: TopicPartition) -> bool:
+        topic = self._leaders.topics.get(tp.topic)
+        return topic is not None and tp.partition < len(topic.partitions)
+
+    def _held(self, tp: TopicPartition) -> bool:
+        """Whether a child of a split waits, so that a key's records come in order across the
+        split: until its parent is read up to the split point, by this member (its position)
+        or else by the group (its committed offset). A partition the layout does not name yet
+        waits for the layout; one released stays released."""
+        if tp in self._released:
+            return False
+        if not self._known(tp):
+            self._layout_read_at = -LAYOUT_REFRESH_S
+            return True
+        split = self._split_point(tp)
+        if split is not None:
+            parent, offset = split
+            if self._positions.get(parent, self._parents_committed.get(parent, -1)) < offset:
+                return True
+        self._released.add(tp)
+        return False
+
+    async def _check_parents(self) -> None:
+        """Read the group's committed offsets of the parents of held partitions that another
+        member reads, every PARENT_CHECK_S."""
+        if time.monotonic() - self._parents_read_at < PARENT_CHECK_S:
+            return
+        waiting = set()
+        for tp in self._positions:
+            split = self._split_point(tp) if tp not in self._released and self._known(tp) else None
+            if split is not None and split[0] not in self._positions:
+                waiting.add(split[0])
+        if waiting:
+            self._parents_read_at = time.monotonic()
+            self._parents_committed.update(await self._fetch_committed(waiting))
 
     def _names(self) -> list[str]:
         """The topics' names (the layout names those asked for by resource name)."""

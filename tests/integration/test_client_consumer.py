@@ -20,6 +20,7 @@ from martlet.client.consumer import AsyncConsumer, Consumer
 from martlet.client.errors import BrokerError, MartletError
 from martlet.client.message import Message
 from martlet.client.simple_consumer import AsyncSimpleConsumer, SimpleConsumer
+from tests.fixtures.martlet import wait_until
 from tests.integration.clients import unique_topic
 
 pytestmark = pytest.mark.integration
@@ -293,3 +294,50 @@ def test_the_asynchronous_consumers(martlet):
     assert set(values(got)) == expected(0, 8)
     assert latest == 4
     assert values(fetched) == [b"v5", b"v7"]  # partition 1 holds the odd ones
+
+
+def split_topic(bootstrap: str, parent_records: int) -> str:
+    """A topic of one partition holding `parent_records` of 10 KB, grown to two (partition 1
+    split off 0 at offset `parent_records`), then 5 records written into the child."""
+    topic = unique_topic("split")
+    create_topic(bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(parent_records):
+        producer.produce(topic, value=b"p%d:" % i + b"x" * 10_000, partition=0)
+    assert producer.flush(FLUSH_S) == 0
+    with Admin(bootstrap) as admin:
+        child = admin.add_partitions(topic, 2).partitions[1]
+    assert (child.parent, child.split_offset) == (0, parent_records)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(5):
+        producer.produce(topic, value=b"c%d" % i, partition=1)
+    assert producer.flush(FLUSH_S) == 0
+    return topic
+
+
+def test_a_split_child_waits_until_its_parent_is_read(martlet):
+    topic = split_topic(martlet.bootstrap, 300)  # 3 MB: more than one fetch of the parent
+    seen: list[list[Message]] = [[]]
+    with Consumer(martlet.bootstrap, unique_topic("group"), [topic], broadcast=True) as reader:
+        read_until([reader], seen, lambda: len(seen[0]) == 305)
+    order = [(m.partition, m.offset) for m in seen[0]]
+    assert order == [(0, i) for i in range(300)] + [(1, i) for i in range(5)]
+
+
+def test_a_split_child_waits_for_the_group_to_commit_its_parent(martlet):
+    topic, group = split_topic(martlet.bootstrap, 30), unique_topic("group")
+    first = Consumer(martlet.bootstrap, group, [topic], auto_commit=False)
+    second = Consumer(martlet.bootstrap, group, [topic], auto_commit=False)
+    try:  # no poll before the two own one partition each, so neither read the parent itself
+        assert wait_until(lambda: len(first.assignment()) == 1 == len(second.assignment()), WAIT_S)
+        parent_reader, child_reader = (first, second) if first.assignment() == {(topic, 0)} else (second, first)
+        assert child_reader.poll(1.5) == []  # held: nobody committed the parent up to the split
+        seen: list[list[Message]] = [[], []]
+        read_until([parent_reader], seen, lambda: len(seen[0]) == 30)
+        assert child_reader.poll(1.5) == []
+        parent_reader.commit()
+        read_until([child_reader], seen[1:], lambda: len(seen[1]) == 5)
+        assert values(seen[1]) == [b"c%d" % i for i in range(5)]
+    finally:
+        first.close()
+        second.close()
