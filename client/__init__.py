@@ -13,5 +13,8 @@ auto_commit); `poll(timeout_s)`, `commit()` (what poll returned so far), `assign
 `close()` (commits when auto_commit, leaves the group). With `broadcast=True` every member
 reads every partition and commits under a group of its own, f"{group}.{member_name}", so a
 restarted member with the same member_name resumes. Reads are read_committed by default:
-records of aborted transactions never reach the caller. Messages are message.Message.
+records of aborted transactions never reach the caller. Messages are message.Message. A
+Consumer holds a partition added by an online split back until its parent is read up to the
+split point (by itself, or by its group's commits), so each key stays in order; a
+SimpleConsumer reads what it is told.
 """

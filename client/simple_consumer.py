@@ -1,6 +1,8 @@
 """SimpleConsumer: one partition, read by offset, as Talos' SimpleConsumer. It keeps no
 position and joins no group: the caller names the offset of every fetch (fetching.py does
-the reading). Reads are read_committed unless asked otherwise.
+the reading). Reads are read_committed unless asked otherwise. Unlike Consumer it does not
+hold back a partition added by an online split: ordering a key across the split (LAYOUT's
+parent and split offset) is then the caller's business.
 """
 
 from __future__ import annotations
