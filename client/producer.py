@@ -331,13 +331,16 @@ class _Writer:
                 self.changed.set()
 
     def _build(self) -> _Batch:
-        messages: list[Message] = []
-        size = 0
-        queued, limit, take = self.queued, self.producer.config.batch_bytes, messages.append
-        while queued and (not messages or size < limit):
-            message = queued.popleft()
-            take(message)
-            size += len(message.value or b"") + len(message.key or b"") + 32
+        queued, limit = self.queued, self.producer.config.batch_bytes
+        if self.queued_bytes <= limit:  # all of it fits: no message needs weighing again
+            messages, size = list(queued), self.queued_bytes
+            queued.clear()
+        else:
+            messages, size = [], 0
+            while queued and (not messages or size < limit):
+                message = queued.popleft()
+                messages.append(message)
+                size += len(message.value or b"") + len(message.key or b"") + 32
         self.queued_bytes -= size
         ids = self.producer.ids._replace(base_sequence=self.next_sequence)
         self.next_sequence = (self.next_sequence + len(messages)) % (SEQUENCE_MAX + 1)
