@@ -57,8 +57,8 @@ TARGETS = {("produce-1k", "MB/s"): (1.0, True), ("latency-1k", "p99 ms"): (0.5, 
 
 @dataclass(frozen=True, slots=True)
 class NativeScale:
-    records_1k: int = 200_000
-    records_100b: int = 500_000
+    records_1k: int = 500_000
+    records_100b: int = 2_000_000
     latency_seconds: int = 10
 
 
