@@ -13,7 +13,9 @@ from martlet.client.message import Message
 from martlet.records.build import NewRecord, Producer, build_batch
 from martlet.records.decode import decode_records
 
-payloads = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=TABLE_SIZE // 2 - 2, max_size=TABLE_SIZE // 2 + 2))
+# Lengths at the edge of the varint table (8,191 bytes is the last it holds) are made cheaply,
+# as zero bytes of a drawn length: drawing 8 KB of random bytes trips Hypothesis's health checks.
+payloads = st.one_of(st.none(), st.binary(max_size=40), st.integers(TABLE_SIZE // 2 - 2, TABLE_SIZE // 2 + 2).map(bytes))
 headers = st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))), max_size=3).map(tuple)
 records = st.builds(NewRecord, payloads, payloads, st.integers(1_600_000_000_000, 1_900_000_000_000), headers)
 producers = st.builds(Producer, st.integers(0, 2**63 - 1), st.integers(0, 2**15 - 1), st.integers(0, 2**31 - 1))
