@@ -317,7 +317,10 @@ class _Writer:
                 try:
                     await asyncio.wait_for(self._wake.wait(), CHECKPOINT_POLL_S if self.written else None)
                 except TimeoutError:
-                    await self._settle(None)  # an empty write: the latest C
+                    try:
+                        await self._settle(None)  # an empty write: the latest C
+                    except Exception:  # noqa: BLE001 - as below: the writer must go on
+                        logger.exception("partition %d's writer could not learn C", self.index)
                     continue
             self._wake.clear()
             if not (self.queued or self.resend):
@@ -326,6 +329,9 @@ class _Writer:
             batch = self.resend.popleft() if self.resend else self._build()
             try:
                 await self._settle(batch)
+            except Exception as error:  # noqa: BLE001 - a bug here must fail the batch, not stop the writer
+                logger.exception("partition %d's writer failed a batch", self.index)
+                self._failed(batch, error)
             finally:
                 self.busy = False
                 self.changed.set()
@@ -353,10 +359,12 @@ class _Writer:
         behind the written batches the reload lost."""
         deadline = time.monotonic() + self.producer.config.retry_timeout_s
         attempt = 0
+        lost_track = not self.state.leader[0]  # no leader known, or the last try failed
         while True:
             try:
-                if not self.state.leader[0] and await self._resynced(batch):
+                if lost_track and await self._resynced(batch):
                     return None
+                lost_track = False
                 answer = await self._write(batch)
                 if answer.error_code != ErrorCode.fenced_leader_epoch:
                     return self._answered(batch, answer)
@@ -371,8 +379,7 @@ class _Writer:
                     return self._failed(batch, error)
                 await asyncio.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
                 attempt += 1
-                if await self._resynced(batch):
-                    return None
+                lost_track = True
 
     async def _write(self, batch: _Batch | None) -> Written:
         """One WRITE; an answer with an error other than FENCED_LEADER_EPOCH is raised."""
