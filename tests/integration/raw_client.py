@@ -163,3 +163,19 @@ def batch_of_size(size: int, timestamp_ms: int = 1_000) -> bytes:
         value_bytes -= len(batch) - size
     assert len(batch) == size, (len(batch), size)
     return batch
+
+
+def serving(client: RawClient, topics: dict[str, int]) -> bool:
+    """Every partition of these topics (name -> partition count) has a leader in Metadata and
+    answers ListOffsets: the reference Kafka names a new partition's leader a moment before the
+    leader serves it, and a Produce or ListOffsets in between gets NOT_LEADER_OR_FOLLOWER."""
+    from martlet.gateway.protocol.codec import build, request_type
+
+    metadata = client.request(build(request_type(3, 12), {"topics": [{"name": name} for name in topics]}))
+    if not all(t.error_code == 0 and len(t.partitions) == topics[t.name] and all(p.leader_id >= 0 for p in t.partitions)
+               for t in metadata.topics):
+        return False
+    asked = [{"name": name, "partitions": [{"partition_index": index, "current_leader_epoch": -1, "timestamp": -1}
+                                           for index in range(count)]} for name, count in topics.items()]
+    answer = client.request(build(request_type(2, 7), {"replica_id": -1, "isolation_level": 0, "topics": asked}))
+    return all(p.error_code == 0 for t in answer.topics for p in t.partitions)

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from martlet.gateway.protocol.codec import build, request_type
 from tests.fixtures.reference_pair import Both
-from tests.integration.raw_client import RawClient
+from tests.integration.raw_client import serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -44,17 +43,7 @@ def _create(both: Both, name: str, partitions: int, configs: dict[str, str] | No
     for answer in both.ask(CREATE_TOPICS, 7, body):
         assert answer.topics[0].error_code == 0, answer
 
-    def led(client: RawClient) -> bool:  # the reference elects its leaders a moment after creating
-        metadata = client.request(build(request_type(METADATA, 12), {"topics": [{"name": name}]}))
-        return all(p.leader_id == 1 for p in metadata.topics[0].partitions)
-
-    def serving(client: RawClient) -> bool:  # and its Metadata names a leader before the leader serves
-        asked = [{"partition_index": index, "current_leader_epoch": -1, "timestamp": -1} for index in range(partitions)]
-        answer = client.request(build(request_type(LIST_OFFSETS, 7), {
-            "replica_id": -1, "isolation_level": 0, "topics": [{"name": name, "partitions": asked}]}))
-        return all(p.error_code == 0 for p in answer.topics[0].partitions)
-    both.each(led)
-    both.each(serving)
+    both.each(lambda client: serving(client, {name: partitions}))
 
 
 def _errors(answer: Any, topics: str, partitions: str, index: str) -> dict[tuple[str, int], tuple[int, str | None]]:

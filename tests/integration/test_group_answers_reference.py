@@ -34,7 +34,7 @@ import pytest
 
 from martlet.gateway.protocol.codec import build, request_type
 from tests.fixtures.martlet import MartletProcess, wait_until
-from tests.integration.raw_client import RawClient
+from tests.integration.raw_client import RawClient, serving
 from tests.integration.test_answers_reference import ORDER_FREE, _order, differences, shape
 from tests.integration.test_group_errors import GROUP_CONFIG, assignment, coordinator_ready, subscription
 
@@ -335,10 +335,7 @@ def topics(martlet_groups: MartletProcess, reference_kafka: Any) -> tuple[str, s
 def _ready(client: RawClient, names: dict[str, int]) -> bool:
     """Every partition led, and a group coordinator that serves (Kafka makes and loads
     __consumer_offsets on the first FindCoordinator)."""
-    body = {"topics": [{"name": name} for name in names]}
-    answer = client.request(build(request_type(METADATA, 12), body))
-    return all(t.error_code == 0 and len(t.partitions) == names[t.name] and all(p.leader_id >= 0 for p in t.partitions)
-               for t in answer.topics) and coordinator_ready(client)
+    return serving(client, names) and coordinator_ready(client)
 
 
 def run(bootstrap: str, prefix: str, known: tuple[str, ...], flow_of: Callable[[Flow], None]) -> dict[str, Any]:

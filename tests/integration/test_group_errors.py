@@ -22,7 +22,7 @@ from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
 from martlet.gateway.protocol.codec import build
-from tests.integration.raw_client import RawClient
+from tests.integration.raw_client import RawClient, serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -577,12 +577,7 @@ def create_topic(client: RawClient, name: str, partitions: int) -> None:
 
 
 def topics_ready(client: RawClient, names: dict[str, int]) -> bool:
-    body = {"topics": [{"name": name, "topic_id": None} for name in names], "allow_auto_topic_creation": False,
-            "include_topic_authorized_operations": False}
-    answer = client.request(request(3, 12, body))
-    found = {t.name: t for t in answer.topics}
-    return all(found[name].error_code == E.none and len(found[name].partitions) == count
-               and all(p.leader_id >= 0 for p in found[name].partitions) for name, count in names.items())
+    return serving(client, names)
 
 
 def coordinator_ready(client: RawClient) -> bool:

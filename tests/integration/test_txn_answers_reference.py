@@ -36,7 +36,7 @@ import pytest
 from martlet.gateway.protocol.codec import build, request_type
 from martlet.records.build import NewRecord, Producer, build_batch
 from tests.fixtures.martlet import wait_until
-from tests.integration.raw_client import RawClient
+from tests.integration.raw_client import RawClient, serving
 from tests.integration.test_answers_reference import differences, shape
 from tests.integration.test_group_errors import coordinator_ready
 
@@ -397,10 +397,7 @@ def make_topic(bootstrap: str, name: str) -> None:
         answer = client.request(build(request_type(CREATE_TOPICS, 7), body))
         assert answer.topics[0].error_code == NONE, answer
 
-        def led() -> bool:  # the reference elects its leaders a moment after creating
-            metadata = client.request(build(request_type(METADATA, 12), {"topics": [{"name": name}]}))
-            return len(metadata.topics[0].partitions) == 2 and all(p.leader_id >= 0 for p in metadata.topics[0].partitions)
-        assert wait_until(led, READY_TIMEOUT_S), name
+        assert wait_until(lambda: serving(client, {name: 2}), READY_TIMEOUT_S), name
 
 
 def run(bootstrap: str, prefix: str, flow_of: Callable[[Flow], None]) -> dict[str, Any]:
