@@ -17,7 +17,7 @@ from typing import Protocol
 
 from ..records.build import Producer
 from ..records.header import HEADER_BYTES, LENGTH_FIELD_END, MAGIC, BatchHeader, pack_header, set_crc
-from ..records.varint import write_varint
+from ..records.varint import write_unsigned_varint, write_varint
 
 TABLE_SIZE = 1 << 14  # zig-zagged values below this are looked up (2 bytes at most)
 _TABLE = tuple(write_varint(z >> 1) if z % 2 == 0 else write_varint(-(z >> 1) - 1) for z in range(TABLE_SIZE))
@@ -71,28 +71,21 @@ def _encode(records: Sequence[Record], base_time: int, parts: list[bytes]) -> in
         if timestamp > max_time:
             max_time = timestamp
         zigzag = ((timestamp - base_time) << 1) ^ ((timestamp - base_time) >> 63)
-        head = _ATTRIBUTES + (table[zigzag] if zigzag < size else _unsigned(zigzag)) + (
-            table[delta << 1] if delta < size >> 1 else _unsigned(delta << 1))
-        head += _NULL if key is None else (table[len(key) << 1] if len(key) < size >> 1 else _unsigned(len(key) << 1)) + key
+        head = _ATTRIBUTES + (table[zigzag] if zigzag < size else write_unsigned_varint(zigzag)) + (
+            table[delta << 1] if delta < size >> 1 else write_unsigned_varint(delta << 1))
+        if key is not None:
+            head += (table[len(key) << 1] if len(key) < size >> 1 else write_unsigned_varint(len(key) << 1)) + key
+        else:
+            head += _NULL
         if value is None:
             head += _NULL
             value = b""
         else:
-            head += table[len(value) << 1] if len(value) < size >> 1 else _unsigned(len(value) << 1)
+            head += table[len(value) << 1] if len(value) < size >> 1 else write_unsigned_varint(len(value) << 1)
         tail = _headers(record.headers) if record.headers else _NO_HEADERS
         length = (len(head) + len(value) + len(tail)) << 1
-        add((table[length] if length < size else _unsigned(length), head, value, tail))
+        add((table[length] if length < size else write_unsigned_varint(length), head, value, tail))
     return max_time
-
-
-def _unsigned(zigzag: int) -> bytes:
-    """The varint of an already zig-zagged value (beyond the table)."""
-    out = bytearray()
-    while zigzag >= 0x80:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
 
 
 def _headers(headers: tuple[tuple[str, bytes | None], ...]) -> bytes:

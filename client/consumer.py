@@ -41,7 +41,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from kio.schema.errors import ErrorCode
@@ -61,7 +61,7 @@ from .fetching import (
     fetch,
     list_offsets,
 )
-from .loop import LoopThread
+from .loop import Synchronous
 from .message import Message
 
 log = logging.getLogger(__name__)
@@ -562,18 +562,17 @@ async def _wait_set(event: asyncio.Event, timeout_s: float) -> bool:
     return True
 
 
-class Consumer:
+class Consumer(Synchronous):
     """The synchronous Consumer: the same calls, each waiting for its answer; heartbeats and
     auto commits go on in the background thread between calls."""
 
     def __init__(self, bootstrap: str, group: str, topics: Iterable[str], auto_commit: bool = True,
                  commit_interval_s: float = 5.0, broadcast: bool = False,
                  start: Literal["earliest", "latest"] = "earliest", **options: Unpack[ConsumerOptions]) -> None:
-        self._loop = LoopThread("martlet-consumer")
         self._consumer = AsyncConsumer(bootstrap, group, topics, auto_commit, commit_interval_s, broadcast, start,
                                        **options)
+        super().__init__("martlet-consumer", self._consumer, "consumer")
         self._loop.run(self._consumer.start())
-        self._closed = False
 
     def poll(self, timeout_s: float = 1.0) -> list[Message]:
         return self._run(self._consumer.poll(timeout_s))
@@ -587,24 +586,3 @@ class Consumer:
 
         return self._run(read())
 
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        if self._closed:
-            coroutine.close()
-            raise MartletError("the consumer is closed")
-        return self._loop.run(coroutine)
-
-    def close(self) -> None:
-        """Close (see AsyncConsumer.close); a second call does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._loop.run(self._consumer.close())
-        finally:
-            self._loop.stop()
-
-    def __enter__(self) -> Consumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

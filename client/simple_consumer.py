@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from .brokers import Brokers
-from .errors import BrokerError, MartletError
+from .errors import BrokerError
 from .fetching import (
     EARLIEST,
     LATEST,
@@ -27,7 +26,7 @@ from .fetching import (
     fetch,
     list_offsets,
 )
-from .loop import LoopThread
+from .loop import Synchronous
 from .message import Message
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -98,14 +97,13 @@ class AsyncSimpleConsumer:
         await asyncio.sleep(RETRY_PAUSE_S)
 
 
-class SimpleConsumer:
+class SimpleConsumer(Synchronous):
     """The synchronous SimpleConsumer: the same calls, each waiting for its answer."""
 
     def __init__(self, bootstrap: str, topic: str, partition: int, client_id: str = "martlet-simple-consumer",
                  timeout_s: float = DEFAULT_TIMEOUT_S, read_committed: bool = True) -> None:
-        self._loop = LoopThread("martlet-simple-consumer")
         self._consumer = AsyncSimpleConsumer(bootstrap, topic, partition, client_id, timeout_s, read_committed)
-        self._closed = False
+        super().__init__("martlet-simple-consumer", self._consumer, "consumer")
 
     def fetch(self, offset: int, max_messages: int = 500, timeout_s: float = 1.0) -> list[Message]:
         return self._run(self._consumer.fetch(offset, max_messages, timeout_s))
@@ -115,25 +113,3 @@ class SimpleConsumer:
 
     def latest(self) -> int:
         return self._run(self._consumer.latest())
-
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        if self._closed:
-            coroutine.close()
-            raise MartletError("the consumer is closed")
-        return self._loop.run(coroutine)
-
-    def close(self) -> None:
-        """Close the connections; a second call does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._loop.run(self._consumer.close())
-        finally:
-            self._loop.stop()
-
-    def __enter__(self) -> SimpleConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -26,7 +26,11 @@ def read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
 def write_varint(value: int) -> bytes:
     """The zig-zag varint of a signed 64-bit `value`."""
     assert -(2**63) <= value < 2**63, value
-    unsigned = (value << 1) ^ (value >> 63)
+    return write_unsigned_varint((value << 1) ^ (value >> 63))
+
+
+def write_unsigned_varint(unsigned: int) -> bytes:
+    """The varint of a value already zig-zagged (or unsigned)."""
     out = bytearray()
     while unsigned >= 0x80:
         out.append((unsigned & 0x7F) | 0x80)

@@ -290,10 +290,11 @@ ROLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], roles: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = ROLES) -> int:
+    """Run the role argv[0] (a JSON spec) names; print its result (or error) as one JSON line."""
     spec = json.loads(argv[0])
     try:
-        result = ROLES[spec["role"]](spec)
+        result = roles[spec["role"]](spec)
     except Exception as exc:  # reported to the orchestrator, which names the workload
         print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
         return 1

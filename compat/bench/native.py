@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -37,13 +36,14 @@ from typing import Any
 
 from ...client.message import Message
 from ...client.producer import AsyncProducer
+from . import load
 from .probe import Probe
 from .runner import Rows, martlet_broker, medians, settle
 from .workloads import Endpoint, create_topic, percentile, run_load
 
 PARTITIONS = 4
 LATENCY_RATE = 1000  # records a second
-LOAD_TIMEOUT_S = 900.0
+NATIVE_MODULE = "martlet.compat.bench.native"  # its roles run as `python -m` of this module
 NATIVE, CONFLUENT = "native", "confluent"
 CLIENTS = (NATIVE, CONFLUENT)
 MB = 1_000_000
@@ -109,7 +109,7 @@ def _throughput(record_bytes: int) -> Callable[[Endpoint, NativeScale, str, str]
         spec = {"role": "produce" if client == CONFLUENT else "native-produce", "bootstrap": endpoint.bootstrap,
                 "topic": topic, "records": records, "record_bytes": record_bytes, "config": CONFLUENT_PRODUCE}
         with Probe(endpoint.pid) as probe:
-            result = run_load(spec) if client == CONFLUENT else run_native_load(spec)
+            result = run_load(spec) if client == CONFLUENT else run_load(spec, module=NATIVE_MODULE)
         if result["failed"]:
             raise RuntimeError(f"{result['failed']} of {records} records were not delivered")
         return {"MB/s": result["bytes"] / MB / result["seconds"], "records/s": result["records"] / result["seconds"],
@@ -122,7 +122,7 @@ def _latency(endpoint: Endpoint, scale: NativeScale, client: str, topic: str) ->
             "topic": topic, "partitions": PARTITIONS, "rate": LATENCY_RATE, "seconds": scale.latency_seconds,
             "record_bytes": 1000, "config": CONFLUENT_LATENCY}
     with Probe(endpoint.pid) as probe:
-        result = run_load(spec) if client == CONFLUENT else run_native_load(spec)
+        result = run_load(spec) if client == CONFLUENT else run_load(spec, module=NATIVE_MODULE)
     if result["failed"]:
         raise RuntimeError(f"{result['failed']} of {result['records']} records refused: {result.get('errors')}")
     metrics = _percentiles(result["acked_us"])
@@ -184,23 +184,6 @@ def _target(workload: str, metric: str, ratio: float | None) -> str:
 
 
 # -- the native load processes
-
-def run_native_load(spec: dict[str, Any], timeout_s: float = LOAD_TIMEOUT_S) -> dict[str, Any]:
-    """This module's role `spec["role"]` in a process of its own; its JSON result."""
-    with subprocess.Popen([sys.executable, "-m", "martlet.compat.bench.native", json.dumps(spec)],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
-        try:
-            out, _ = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise RuntimeError(f"{spec['role']} load did not finish in {timeout_s:.0f} s") from None
-    lines = out.decode().strip().splitlines()[-1:]
-    result: dict[str, Any] = json.loads(lines[0]) if lines else {"error": f"no output (exit {proc.returncode})"}
-    if proc.returncode != 0 or "error" in result:
-        raise RuntimeError(f"{spec['role']} load failed: {result.get('error', proc.returncode)}")
-    return result
-
 
 class _Failures:
     def __init__(self) -> None:
@@ -269,19 +252,9 @@ async def native_latency(spec: dict[str, Any]) -> dict[str, Any]:
             "acked_us": acked_us, "persisted_us": persisted_us, "seconds": seconds}
 
 
-ROLES = {"native-produce": native_produce, "native-latency": native_latency}
-
-
-def load_main(argv: list[str]) -> int:
-    spec = json.loads(argv[0])
-    try:
-        result = asyncio.run(ROLES[spec["role"]](spec))
-    except Exception as error:  # reported to the orchestrator, which names the workload
-        print(json.dumps({"error": f"{type(error).__name__}: {error}"}), flush=True)
-        return 1
-    print(json.dumps(result), flush=True)
-    return 0
+ROLES = {"native-produce": lambda spec: asyncio.run(native_produce(spec)),
+         "native-latency": lambda spec: asyncio.run(native_latency(spec))}
 
 
 if __name__ == "__main__":
-    sys.exit(load_main(sys.argv[1:]))
+    sys.exit(load.main(sys.argv[1:], ROLES))

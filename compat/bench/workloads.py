@@ -24,6 +24,7 @@ from kafka.admin import KafkaAdminClient
 from .probe import Probe, rss_bytes
 
 LOAD_TIMEOUT_S = 900.0
+LOAD_MODULE = "martlet.compat.bench.load"  # the confluent-kafka roles, each run as `python -m` of it
 ADMIN_TIMEOUT_S = 120.0
 SPREAD_CREATE_TIMEOUT_S = 900.0  # one CreateTopics of 5,000 partitions (on HDFS: minutes of NameNode calls)
 MB = 1_000_000
@@ -89,8 +90,9 @@ class Context:
         return f"bench-{workload}-r{self.round}"
 
 
-def run_load(spec: dict[str, Any], timeout_s: float = LOAD_TIMEOUT_S) -> dict[str, Any]:
-    proc = _start_load(spec)
+def run_load(spec: dict[str, Any], timeout_s: float = LOAD_TIMEOUT_S, module: str = LOAD_MODULE) -> dict[str, Any]:
+    """The role `spec["role"]` of `module` (load.py's by default) in a process of its own; its JSON result."""
+    proc = _start_load(spec, module)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -117,8 +119,8 @@ def run_loads(specs: list[dict[str, Any]], timeout_s: float = LOAD_TIMEOUT_S) ->
             for spec, proc, out in zip(specs, procs, outs, strict=True)]
 
 
-def _start_load(spec: dict[str, Any]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "martlet.compat.bench.load", json.dumps(spec)],
+def _start_load(spec: dict[str, Any], module: str = LOAD_MODULE) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", module, json.dumps(spec)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
 

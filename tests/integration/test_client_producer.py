@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,41 @@ def _read(sock: Any, size: int) -> bytes:
     return data
 
 
+def write_through(bootstrap: str, topic: str, count: int, fault: Callable[[], object], keys: int = KEYS,
+                  timeout_s: float = 120.0) -> set[int]:
+    """Write `count` messages (value: the sequence number, key: k<seq % keys>) with a native
+    Producer, run `fault` on another thread once a third of them are written (the last third is
+    sent only after it: on an idle machine the writes could otherwise all be done before a slow
+    fault), and return the sequences the producer saw persisted (none failed, the fault ran)."""
+    written = threading.Semaphore(0)
+    persisted: set[int] = set()
+    failed: list[Exception] = []
+    producer = Producer(bootstrap, topic, on_written=lambda m: written.release(),
+                        on_persisted=lambda m: persisted.add(m.sequence), on_failed=lambda m, e: failed.append(e))
+    done = threading.Event()
+
+    def midway() -> None:
+        for _ in range(count // 3):
+            assert written.acquire(timeout=60), "the writes stalled before the fault"
+        fault()
+        done.set()
+
+    thread = threading.Thread(target=midway, daemon=True)
+    thread.start()
+    try:
+        for seq in range(count):
+            if seq == 2 * count // 3:
+                assert done.wait(timeout_s), "the fault did not happen"
+            producer.send(str(seq).encode(), b"k%d" % (seq % keys))
+        thread.join(timeout_s)
+        assert done.is_set()
+        producer.wait_persisted(timeout_s)
+    finally:
+        producer.close()
+    assert not failed, failed[:3]
+    return persisted
+
+
 @pytest.mark.parametrize("hard", [False, True], ids=["restart", "kill-9"])
 def test_a_restart_during_a_million_message_write_loses_nothing_and_duplicates_nothing(
         martlet_process: Any, hard: bool) -> None:
@@ -139,30 +175,7 @@ def test_a_restart_during_a_million_message_write_loses_nothing_and_duplicates_n
     count = 1_000_000 if not hard else 300_000
     with Admin(broker.bootstrap) as admin:
         admin.create_topic("native-reload", 4)
-    written = threading.Semaphore(0)
-    persisted: set[int] = set()
-    failed: list[Exception] = []
-    producer = Producer(broker.bootstrap, "native-reload", on_written=lambda m: written.release(),
-                        on_persisted=lambda m: persisted.add(m.sequence), on_failed=lambda m, e: failed.append(e))
-    restarted = threading.Event()
-
-    def restart_midway() -> None:
-        for _ in range(count // 3):
-            assert written.acquire(timeout=60), "the writes stalled before the restart"
-        broker.restart(hard=hard)
-        restarted.set()
-
-    restarter = threading.Thread(target=restart_midway, daemon=True)
-    restarter.start()
-    try:
-        for seq in range(count):
-            producer.send(str(seq).encode(), b"k%d" % (seq % KEYS))
-        restarter.join(120)
-        assert restarted.is_set()
-        producer.wait_persisted(120)
-    finally:
-        producer.close()
-    assert not failed, failed[:3]
+    persisted = write_through(broker.bootstrap, "native-reload", count, lambda: broker.restart(hard=hard))
     assert persisted == set(range(count))
     check_history(read_all(broker.bootstrap, "native-reload", 4), persisted, count)
 
@@ -219,26 +232,9 @@ def test_a_native_producer_follows_an_online_split_at_once_and_keeps_each_key_in
     count = 200_000
     with Admin(martlet.bootstrap) as admin:
         admin.create_topic("native-split", 2)
-        written = threading.Semaphore(0)
-        persisted: set[int] = set()
-        producer = Producer(martlet.bootstrap, "native-split", on_written=lambda m: written.release(),
-                            on_persisted=lambda m: persisted.add(m.sequence))
         grown: list[Any] = []
-
-        def grow_midway() -> None:
-            for _ in range(count // 3):
-                assert written.acquire(timeout=60), "the writes stalled before the split"
-            grown.append(admin.add_partitions("native-split", 5))
-
-        grower = threading.Thread(target=grow_midway, daemon=True)
-        grower.start()
-        try:
-            for seq in range(count):
-                producer.send(str(seq).encode(), b"k%d" % (seq % 500))
-            grower.join(60)
-            producer.wait_persisted(60)
-        finally:
-            producer.close()
+        persisted = write_through(martlet.bootstrap, "native-split", count,
+                                  lambda: grown.append(admin.add_partitions("native-split", 5)), keys=500, timeout_s=60)
     (layout,) = grown
     assert layout.version == 2 and persisted == set(range(count))
     splits = {p.index: (p.parent, p.split_offset) for p in layout.partitions if p.parent >= 0}

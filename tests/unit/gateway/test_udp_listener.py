@@ -9,8 +9,6 @@ import random
 import struct
 from collections.abc import Iterator
 
-import pytest
-
 from martlet.engine.api import TopicPartition
 from martlet.engine.catalog.ranges import initial_ranges, partition_of_slot, slot_of
 from martlet.engine.settings import EngineSettings
@@ -24,15 +22,6 @@ from tests.unit.gateway.handlers.harness import CALL_S_MAX, NOW_MS, Broker
 from tests.unit.gateway.handlers.test_produce import BUDGET_BYTES, _persister_retries, _StoreDown
 
 SOURCE = "10.0.0.9"
-
-
-@pytest.fixture
-def broker() -> Iterator[Broker]:
-    instance = Broker()
-    try:
-        yield instance
-    finally:
-        instance.close()
 
 
 def listener_of(broker: Broker, rate: int = 0) -> UdpListener:

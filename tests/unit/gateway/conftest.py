@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .harness import Broker
+from .handlers.harness import Broker
 
 
 @pytest.fixture
