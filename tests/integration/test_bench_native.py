@@ -29,8 +29,12 @@ def test_native_bench_reports_throughput_latency_and_ratios(tmp_path) -> None:
     assert {"p50 ms", "p99 ms", "max ms", "persisted p50 ms", "persisted p99 ms"} <= set(measured["native", "latency-1k"])
     ratios = {(entry["workload"], entry["metric"]): entry["native/confluent"]
               for entry in report["medians"] if "native/confluent" in entry}
-    assert {("produce-1k", "MB/s"), ("produce-100b", "records/s"), ("latency-1k", "p99 ms")} <= set(ratios)
-    assert all(ratio > 0 for ratio in ratios.values())
+    targeted = {("produce-1k", "MB/s"), ("produce-100b", "records/s"), ("latency-1k", "p99 ms")}
+    assert targeted <= set(ratios)
+    # Only the targeted figures must be positive: at --quick's few megabytes the broker's CPU time
+    # of a round can read 0.00 s (clock ticks of 10 ms), so a cpu ratio of 0 is a true reading.
+    assert all(ratios[key] > 0 for key in targeted)
+    assert all(ratio >= 0 for ratio in ratios.values())
     assert "native/confluent" in done.stdout and "produce-1k" in done.stdout
 
 
