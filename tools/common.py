@@ -2,7 +2,8 @@
 exit codes scripts rely on.
 
 Exit codes: 0 done; 1 the broker refused (a Kafka error such as an unknown topic, or nothing to
-do); 2 bad usage (argparse's own code); 3 no broker answered within --timeout.
+do); 2 bad usage (argparse's own code); 3 no broker answered within --timeout; 130 stopped by
+Ctrl-C. Every command's -h ends with them (exit_codes).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +31,7 @@ BOOTSTRAP_ENV, HTTP_ENV = "MARTLET_BOOTSTRAP", "MARTLET_HTTP"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 HTTP_PORT = 9644  # the broker's [http] port when MARTLET_HTTP and --http say nothing
 PIPED_WIDTH = 1000  # columns of a table printed to a pipe or file
+HELP_WIDTH = 90  # columns of the exit codes paragraph of -h
 
 
 class Failed(Exception):
@@ -37,6 +40,14 @@ class Failed(Exception):
     def __init__(self, message: str, code: int = REFUSED) -> None:
         super().__init__(message)
         self.code = code
+
+
+def exit_codes(refused: str = "the broker refused", unreachable: str = "") -> str:
+    """The last paragraph of a command's -h: its exit codes, with what 1 (and 3) mean for it;
+    wrapped here, as the commands with examples keep their text as written."""
+    text = (f"exit codes: 0 done; 1 {refused}; 2 bad usage; 3 no broker answered within --timeout{unreachable}; "
+            f"130 stopped by Ctrl-C")
+    return textwrap.fill(text, HELP_WIDTH)
 
 
 def connection_args(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +68,7 @@ def kafka_config(args: argparse.Namespace, **extra: object) -> dict[str, object]
 
 def subcommand(subs: Any, name: str, func: Any, summary: str, description: str) -> argparse.ArgumentParser:
     """A subcommand (`martlet topic create`) that runs `func(args)`, with the connection options."""
-    command: argparse.ArgumentParser = subs.add_parser(name, help=summary, description=description)
+    command: argparse.ArgumentParser = subs.add_parser(name, help=summary, description=description, epilog=exit_codes())
     command.set_defaults(func=func)
     connection_args(command)
     return command

@@ -39,6 +39,7 @@ from .common import (
     Failed,
     ProgressBar,
     connection_args,
+    exit_codes,
     fail,
     kafka_config,
     kafka_failed,
@@ -62,6 +63,9 @@ def main(argv: list[str]) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="martlet consume", description=__doc__,
+                                     epilog=exit_codes("an unknown topic or partition, a commit refused",
+                                                       " (or, with --group, no partition assigned within --timeout + "
+                                                       f"{JOIN_ALLOWANCE_S:g} s)"),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("topic")
     start = parser.add_mutually_exclusive_group()

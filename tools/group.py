@@ -27,6 +27,7 @@ from .common import (
     admin_client,
     call_admin,
     cluster_id,
+    exit_codes,
     http_get,
     kafka_failed,
     martlet_http,
@@ -46,8 +47,9 @@ EXAMPLES = """examples:
   martlet group reset-offsets billing --topic orders:0,1 --to-offset 100 --execute
   martlet group delete billing
 
-Each subcommand has its own help: martlet group reset-offsets -h. Exit codes: 0 done,
-1 refused (unknown group, group has members, ...), 2 bad usage, 3 no broker answered."""
+Each subcommand has its own help: martlet group reset-offsets -h.
+
+""" + exit_codes("refused (an unknown group, a group with members, ...)")
 
 # Kafka's own spelling of group states (as kafka-consumer-groups.sh and DescribeGroups show them).
 STATES = {

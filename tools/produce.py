@@ -22,7 +22,20 @@ from typing import IO, Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from .common import OK, REFUSED, USAGE, Failed, ProgressBar, connection_args, fail, kafka_config, print_json, run, topic_partitions
+from .common import (
+    OK,
+    REFUSED,
+    USAGE,
+    Failed,
+    ProgressBar,
+    connection_args,
+    exit_codes,
+    fail,
+    kafka_config,
+    print_json,
+    run,
+    topic_partitions,
+)
 from .formats import FormatError, Headers, Record, json_record, parse_header, raw_record, unescape
 
 DELIVERY_TIMEOUT_MIN_S = 30.0  # a record not acknowledged after max(this, --timeout) seconds has failed
@@ -36,6 +49,8 @@ def main(argv: list[str]) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="martlet produce", description=__doc__,
+                                     epilog=exit_codes("a record failed (refused, or not acknowledged in time), an "
+                                                       "unknown topic or partition, a bad line"),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("topic")
     parser.add_argument("--file", "-f", type=Path, help="read the lines from this file (default: standard input)")

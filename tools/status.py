@@ -23,6 +23,7 @@ from .common import (
     OK,
     admin_client,
     connection_args,
+    exit_codes,
     http_address,
     human_bytes,
     martlet_http,
@@ -177,7 +178,7 @@ def _duration(seconds: float | None) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    command = argparse.ArgumentParser(prog="martlet status", description=DESCRIPTION)
+    command = argparse.ArgumentParser(prog="martlet status", description=DESCRIPTION, epilog=exit_codes())
     command.set_defaults(func=status)
     connection_args(command)
     return command

@@ -33,6 +33,7 @@ from .common import (
     KafkaFailed,
     admin_client,
     cluster_id,
+    exit_codes,
     http_get,
     human_bytes,
     martlet_http,
@@ -56,8 +57,9 @@ EXAMPLES = """examples:
   martlet topic delete orders
 
 Each subcommand has its own help: martlet topic create -h. The broker is --bootstrap
-(default $MARTLET_BOOTSTRAP, else 127.0.0.1:9092). Exit codes: 0 done, 1 refused by the
-broker, 2 bad usage, 3 no broker answered within --timeout."""
+(default $MARTLET_BOOTSTRAP, else 127.0.0.1:9092).
+
+""" + exit_codes("the broker refused (an unknown topic, one that exists, a bad config)")
 
 
 def _phrases(topic: str) -> dict[str, str]:
