@@ -1,5 +1,9 @@
 """`martlet completion`: the scripts are valid shell, complete what a user types, and the one
-table they come from (tools/completion.COMMANDS) names exactly the commands' own options."""
+table they come from (tools/completion.COMMANDS) names exactly the commands' own options.
+
+Where a name is completed the scripts run `martlet completion --names topics|groups`; here a
+shell function named martlet stands in for it and prints what it was asked (the real command
+against a broker: tests/integration/test_tools_completion.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +20,14 @@ BASH = shutil.which("bash") or "bash"
 SHELL_TIMEOUT_S = 30.0
 
 
+# Stands in for `martlet completion --names KIND [--bootstrap=B]`: offers KIND and B (or "default").
+NAMES_ASKED = 'martlet() { printf "%s\\n" "$3" "${4:-default}"; }; '
+
+
 def complete(*words: str) -> list[str]:
     """What bash's completion function offers for `words` (the last one being typed)."""
-    command = 'source /dev/stdin; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _martlet; printf "%s\\n" "${COMPREPLY[@]}"'
+    command = (NAMES_ASKED + 'source /dev/stdin; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _martlet; '
+               'printf "%s\\n" "${COMPREPLY[@]}"')
     done = subprocess.run([BASH, "-c", command, "bash", *words], input=bash_script(), capture_output=True, text=True,
                           timeout=SHELL_TIMEOUT_S, check=True)
     return done.stdout.split()
@@ -37,10 +46,12 @@ def test_zsh_runs_the_same_logic() -> None:
     assert ZSH is not None, "zsh is not installed (apt-get install zsh)"
     assert ZSH is not None
     subprocess.run([ZSH, "-n"], input=zsh_script(), text=True, timeout=SHELL_TIMEOUT_S, check=True)
-    command = ('source /dev/stdin; compadd() { shift; print -l -- "$@" }; _files() { print FILES }; '
+    command = (NAMES_ASKED + 'source /dev/stdin; compadd() { shift; print -l -- "$@" }; _files() { print FILES }; '
                'words=("$@"); CURRENT=$#; _martlet')
     for words, offered in ([["martlet", "to"], "topic"], [["martlet", "topic", "create", "t", "--if"], "--if-not-exists"],
-                           [["martlet", "status", "-o", ""], "json"], [["martlet", "topic", "describe", ""], "FILES"]):
+                           [["martlet", "status", "-o", ""], "json"], [["martlet", "topic", "create", ""], "FILES"],
+                           [["martlet", "consume", "-b", "h:1", ""], "--bootstrap=h:1"],
+                           [["martlet", "serve", "--log-level", ""], "warning"]):
         done = subprocess.run([ZSH, "-f", "-c", command, "zsh", *words], input=zsh_script(), capture_output=True,
                               text=True, timeout=SHELL_TIMEOUT_S, check=True)
         assert offered in done.stdout.split(), (words, done.stdout, done.stderr)
@@ -56,14 +67,29 @@ def test_zsh_runs_the_same_logic() -> None:
     (["martlet", "status", "--output", ""], ["table", "json"]),
     (["martlet", "produce", "t", "--compression", "z"], ["zstd"]),
     (["martlet", "completion", ""], ["bash", "zsh"]),
-    (["martlet", "topic", "describe", ""], []),  # a name: nothing offered (bash falls back to files)
+    (["martlet", "topic", "create", ""], []),  # a new name: nothing offered (bash falls back to files)
+    (["martlet", "topic", "describe", ""], ["topics", "default"]),  # the broker's names, from $MARTLET_BOOTSTRAP
+    (["martlet", "consume", "--bootstrap", "kafka:9092", ""], ["topics", "--bootstrap=kafka:9092"]),
+    (["martlet", "produce", "-b", "kafka:9092", "-p", "1", ""], ["topics", "--bootstrap=kafka:9092"]),
+    (["martlet", "produce", "t", "--bootstrap", ""], []),  # an option's value: files
+    (["martlet", "group", "delete", ""], ["groups", "default"]),
+    (["martlet", "group", "reset-offsets", "g", "--topic", ""], ["topics", "default"]),
+    (["martlet", "export", "t", "--format", ""], ["parquet"]),
+    (["martlet", "produce", "t", "--format", ""], ["raw", "json"]),
+    (["martlet", "serve", "--log"], ["--log-format", "--log-level"]),
+    (["martlet", "serve", "--log-format", ""], ["text", "json"]),
+    (["martlet", "cluster", ""], ["up", "down", "status"]),
+    (["martlet", "cluster", "up", "--b"], ["--brokers"]),
+    (["martlet", "compat", "r"], ["reference-kafka", "run"]),
+    (["martlet", "bench", "--na"], ["--native"]),
 ])
 def test_completes(words: list[str], offered: list[str]) -> None:
     assert complete(*words) == offered
 
 
 def options(parser: argparse.ArgumentParser) -> set[str]:
-    return {option for action in parser._actions for option in action.option_strings}
+    """A parser's options, but those kept out of its help (asked by scripts, not people)."""
+    return {option for action in parser._actions for option in action.option_strings if action.help != argparse.SUPPRESS}
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -73,11 +99,31 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return {"": parser}
 
 
+# The broker's own commands: their parsers (gateway/cli.py's `serve`, `admin` and `config` are its own).
+OWN_PARSERS = {"compat": "martlet.compat.cli", "bench": "martlet.compat.bench.cli", "export": "martlet.connectors.export",
+               "cluster": "martlet.compat.cluster_cli"}
+
+
+def command_parser(tool: str) -> argparse.ArgumentParser:
+    if tool in ("serve", "admin", "config"):
+        from martlet.gateway.cli import _parser
+
+        return subcommands(_parser())[tool]
+    module = importlib.import_module(OWN_PARSERS.get(tool, f"martlet.tools.{tool}"))
+    make = getattr(module, "parser", None) or module._parser
+    parser: argparse.ArgumentParser = make()
+    return parser
+
+
+def test_every_command_is_in_the_table() -> None:
+    from martlet.gateway.cli import _parser
+
+    assert set(subcommands(_parser())) == set(COMMANDS)
+
+
 @pytest.mark.parametrize("tool", sorted(COMMANDS))
 def test_the_table_names_every_option_of_the_commands(tool: str) -> None:
-    module = importlib.import_module(f"martlet.tools.{tool}")
-    make = getattr(module, "parser", None) or module._parser
-    found = {name: options(command) for name, command in subcommands(make()).items()}
+    found = {name: options(command) for name, command in subcommands(command_parser(tool)).items()}
     listed = {name: set(names) for name, names in COMMANDS[tool].items()}
     assert found.keys() == listed.keys()
     for name, names in listed.items():
