@@ -22,7 +22,7 @@ from .catalog.config import Overrides, TopicConfig
 from .catalog.names import RESERVED, check_name
 from .catalog.topic import Topic
 from .cluster import ClusterView
-from .errors import InvalidPartitionCount, TopicExists
+from .errors import EngineError, InvalidPartitionCount, TopicExists
 from .log.config import LogConfig
 from .partition.memory import MemoryPool
 from .partition.partition import Partition, close_logs
@@ -99,6 +99,7 @@ class Topics:
         self._loaders = Workers(LOADERS, "martlet-load")  # partitions a cluster moves here
         self.shared: SharedCatalog | None = None  # set in a cluster: changes then take its lock
         self._node_change = asyncio.Lock()  # one change at a time here: the cluster's lock is one object per node
+        self._recording: dict[str, asyncio.Task[None]] = {}  # topic -> its split points being recorded
 
     # -- lookups (event loop, memory only)
 
@@ -263,6 +264,8 @@ class Topics:
         for _, after in changes.reconfigured:
             self._apply_config(after)
         self.rebase_defaults()  # another node may have changed the dynamic settings
+        for topic in self._catalog:  # a grown topic read between its two writes has its splits only now
+            self._record_split_points_later(topic)
         return changes
 
     def expect(self, tp: TopicPartition) -> None:
@@ -289,6 +292,7 @@ class Topics:
             self._partitions.add(tp, partition)
             logger.info("%s/%d opened in %.2f s: session %d, end offset %d", tp.topic, tp.partition,
                         loop.time() - began, partition.session, partition.end_offset)
+            self._record_split_points_later(topic)
         return True
 
     async def unload(self, tp: TopicPartition, drain_s: float) -> bool:
@@ -362,12 +366,46 @@ class Topics:
     def _split_points(self, topic: Topic, old_count: int) -> list[tuple[int, int, int]]:
         """(child, parent, the parent's end now) for the partitions from `old_count` on: read
         on the event loop after the new V took effect here, so every write routed by the old
-        ranges is below it (-1: another node serves the parent)."""
+        ranges is below it (-1, pending: another node serves the parent and records it, see
+        `_record_split_points`)."""
         found = []
         for child, parent in topic.parents(old_count):
             opened = self._partitions.get_open(TopicPartition(topic.name, parent))
             found.append((child, parent, -1 if opened is None else opened.tail.end))
         return found
+
+    def _pending_here(self, topic: Topic) -> list[tuple[int, int, int]]:
+        """The pending split points (offset -1) of `topic` whose parent this node serves,
+        with the parent's end now."""
+        found = []
+        for child, parent, offset in topic.splits:
+            opened = self._partitions.get_open(TopicPartition(topic.name, parent)) if offset < 0 else None
+            if opened is not None:
+                found.append((child, parent, opened.tail.end))
+        return found
+
+    def _record_split_points_later(self, topic: Topic) -> None:
+        """In a cluster the node that grows a topic knows the split points only of the parents
+        it serves; the others are recorded by their parent's owner once it has the new V (its
+        catalog refreshed, or the parent loaded from a catalog that has it): from then on it
+        refuses writes naming the old V, so the parent's end then bounds them all."""
+        if self.shared is None or topic.name in self._recording or not self._pending_here(topic):
+            return
+        task = asyncio.get_running_loop().create_task(self._record_split_points(topic.name))
+        self._recording[topic.name] = task
+        task.add_done_callback(lambda _: self._recording.pop(topic.name, None))
+
+    async def _record_split_points(self, name: str) -> None:
+        try:
+            async with self._changing():  # its refresh reads the catalog as the store has it now
+                topic = self._catalog.find(name)
+                found = [] if topic is None else self._pending_here(topic)
+                if found:
+                    await self._off_loop(self._catalog.record_splits, name, found)
+                    logger.info("topic %s: split points recorded (child, parent, offset): %s", name, found)
+        except (OSError, TimeoutError, EngineError) as error:
+            # Native readers then hold the children back until a later owner records them.
+            logger.warning("topic %s: split points not recorded: %s", name, error)
 
     def _serve(self, opened: list[tuple[TopicPartition, Partition]]) -> None:
         for tp, partition in opened:

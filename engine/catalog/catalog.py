@@ -191,9 +191,11 @@ class Catalog:
         return self._replace(topic.grown(count))
 
     def record_splits(self, name: str, splits: list[tuple[int, int, int]]) -> Topic:
-        """Add (child, parent, offset) entries (Topic.splits) to the topic, V unchanged."""
+        """Record (child, parent, offset) entries (Topic.splits) in the topic, V unchanged: an
+        entry replaces the one of the same child (a pending -1 once the parent's owner knows)."""
         topic = self.get(name)
-        return self._replace(replace(topic, splits=topic.splits + tuple(splits)))
+        by_child = {child: (child, parent, offset) for child, parent, offset in topic.splits + tuple(splits)}
+        return self._replace(replace(topic, splits=tuple(by_child[child] for child in sorted(by_child))))
 
     def reconfigure(self, name: str, config: TopicConfig, overrides: frozenset[str]) -> Topic:
         config.check()

@@ -31,7 +31,8 @@ class Topic:
     replication_factor: int = 1
     # (child, parent, offset): partition `child` took the upper half of `parent`'s slots when the
     # topic grew, and `parent` held no record written by the new ranges below `offset` (its end
-    # when this node saw the new V; -1 when another node served it). Native readers hold a
+    # when its node saw the new V; -1, pending, until the parent's owner records it: in a
+    # cluster the node growing the topic may not serve the parent). Native readers hold a
     # key's records in `child` back until they have read `parent` up to `offset`.
     splits: tuple[tuple[int, int, int], ...] = ()
 

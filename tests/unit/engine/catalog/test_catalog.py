@@ -55,6 +55,15 @@ def test_a_child_partition_names_the_parent_it_split_off_and_its_split_point_sur
     assert new_catalog(store).get("t") == recorded
 
 
+def test_a_pending_split_point_is_replaced_by_the_one_its_parents_owner_records():
+    catalog = new_catalog(MemoryStore())
+    catalog.create("t", 2, TopicConfig(), frozenset(), 0)
+    catalog.grow("t", 4)
+    catalog.record_splits("t", [(2, 0, 40), (3, 1, -1)])  # the growing node serves partition 0 only
+    recorded = catalog.record_splits("t", [(3, 1, 75)])
+    assert recorded.splits == ((2, 0, 40), (3, 1, 75))
+
+
 @pytest.mark.parametrize("name", ["", ".", "..", "a#b", "a b", "x" * 250, "ü"])
 def test_bad_names_are_refused(name):
     with pytest.raises(InvalidName):
