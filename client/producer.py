@@ -232,11 +232,20 @@ class AsyncProducer:
 
     async def flush(self) -> None:
         """Return once every message sent so far is in its broker's memory (or failed)."""
-        await asyncio.gather(*(writer.idle(persisted=False) for writer in list(self._writers.values())))
+        await self._settled(persisted=False)
 
     async def wait_persisted(self) -> None:
         """Return once C covers every message sent so far (or it failed)."""
-        await asyncio.gather(*(writer.idle(persisted=True) for writer in list(self._writers.values())))
+        await self._settled(persisted=True)
+
+    async def _settled(self, persisted: bool) -> None:
+        """Until every writer is idle at once with no reroute under way: a reroute (an online
+        split) moves messages to other writers, new ones among them, while the others wait."""
+        while True:
+            await self.routed()
+            await asyncio.gather(*(writer.idle(persisted) for writer in list(self._writers.values())))
+            if self._rerouting is None and not any(writer.pending(persisted) for writer in self._writers.values()):
+                return
 
     async def close(self, persisted: bool = False) -> None:
         """Flush (and with `persisted`, wait for C), then stop the writers and the connections."""
@@ -287,8 +296,12 @@ class _Writer:
         self.producer.buffered(size)
         self._wake.set()
 
+    def pending(self, persisted: bool) -> bool:
+        """Whether something is still to write (or, with `persisted`, to be covered by C)."""
+        return bool(self.queued or self.resend or (persisted and self.written) or self.busy)
+
     async def idle(self, persisted: bool) -> None:
-        while self.queued or self.resend or (persisted and self.written) or self.busy:
+        while self.pending(persisted):
             self.changed.clear()
             self._wake.set()
             await self.changed.wait()
