@@ -29,7 +29,8 @@ A partition added by an online split (ARCHITECTURE.md) is held back until its pa
 been read up to the split point, by this member or, when another member reads the parent,
 by the group (its committed offset, asked every PARENT_CHECK_S): so a key's records are
 delivered in order across the split. A group whose parent's reader never commits holds the
-child back for good.
+child back for good. In a cluster the split point may be pending (-1) for a moment, until the
+parent's owner records it: the child is held meanwhile (at most PENDING_SPLIT_MAX_S).
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ REBALANCE_TIMEOUT_MS = 60_000
 LAYOUT_REFRESH_S = 3.0
 LAYOUT_WAIT_MIN_S = 1.0
 PARENT_CHECK_S = 1.0  # how often a held child of a split asks for its parent's committed offset
+PENDING_SPLIT_S = 0.5  # how often the layout is re-read while a split point is pending
+PENDING_SPLIT_MAX_S = 60.0  # a split point still pending then is given up: the child is released
 FETCH_WAIT_MAX_S = 1.0  # a poll re-reads its assignment at least this often while it waits
 RETRY_PAUSE_S = 0.1
 COMMIT_ATTEMPTS = 3
@@ -161,6 +164,7 @@ class AsyncConsumer:
         self._released: set[TopicPartition] = set()  # children of splits no longer held (_held)
         self._parents_committed: dict[TopicPartition, int] = {}
         self._parents_read_at = -PARENT_CHECK_S
+        self._pending_since: dict[TopicPartition, float] = {}  # children whose split point is not recorded yet
         self._changed = asyncio.Event()  # the assignment changed (or the background failed)
         self._closing = asyncio.Event()
         self._failure: BaseException | None = None
@@ -311,12 +315,25 @@ class AsyncConsumer:
         return {tp: offset for tp, offset in self._positions.items() if not self._held(tp)}
 
     def _split_point(self, tp: TopicPartition) -> tuple[TopicPartition, int] | None:
-        """(parent, split offset) of a partition a split added; None for another (or one
-        whose parent has no known split point: in a cluster, see ARCHITECTURE.md)."""
+        """(parent, split offset) of a partition a split added (offset -1 while pending: in a
+        cluster the parent's owner records it a moment after the split); None for another."""
         partition = self._leaders.topics[tp.topic].partitions[tp.partition]
-        if partition.parent < 0 or partition.split_offset < 0:
+        if partition.parent < 0:
             return None
         return TopicPartition(tp.topic, partition.parent), partition.split_offset
+
+    def _pending(self, tp: TopicPartition) -> bool:
+        """Whether a child's split point is still to be recorded: it is held, and the layout
+        re-read every PENDING_SPLIT_S, for at most PENDING_SPLIT_MAX_S (then released with a
+        warning: order across the split is then Kafka's, none)."""
+        now = time.monotonic()
+        since = self._pending_since.setdefault(tp, now)
+        if now - since > PENDING_SPLIT_MAX_S:
+            log.warning("%s[%d]: its split point was not recorded within %.0f s; reading it without holding it "
+                        "back for its parent", tp.topic, tp.partition, PENDING_SPLIT_MAX_S)
+            return False
+        self._layout_read_at = min(self._layout_read_at, now - LAYOUT_REFRESH_S + PENDING_SPLIT_S)
+        return True
 
     def _known(self, tp: TopicPartition) -> bool:
         topic = self._leaders.topics.get(tp.topic)
@@ -335,7 +352,9 @@ class AsyncConsumer:
         split = self._split_point(tp)
         if split is not None:
             parent, offset = split
-            if self._positions.get(parent, self._parents_committed.get(parent, -1)) < offset:
+            if offset < 0 and self._pending(tp):
+                return True
+            if offset > 0 and self._positions.get(parent, self._parents_committed.get(parent, -1)) < offset:
                 return True
         self._released.add(tp)
         return False
@@ -348,7 +367,7 @@ class AsyncConsumer:
         waiting = set()
         for tp in self._positions:
             split = self._split_point(tp) if tp not in self._released and self._known(tp) else None
-            if split is not None and split[0] not in self._positions:
+            if split is not None and split[1] >= 0 and split[0] not in self._positions:
                 waiting.add(split[0])
         if waiting:
             self._parents_read_at = time.monotonic()
