@@ -6,7 +6,9 @@ address it published, and each address answers its own status; the console's ove
 by the first broker) shows the three with the partitions Kafka's Metadata says each leads and
 the memory each reports itself; `martlet status -o json` lists the three with their load; and a
 broker that does not answer (stopped with SIGSTOP for a few seconds) is shown as such while
-the others' rows stay.
+the others' rows stay. Last, point 4's partition load and unload lines: a broker stopped
+gracefully logs each partition it led as unloaded, and the broker that takes one over logs it
+opened.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ def test_every_broker_and_its_load(local_cluster, console_page) -> None:  # type
         screenshot(page, "overview-cluster-silent-broker.png")
     finally:
         cluster.resume_broker(2)
+    check_hand_over_logged(cluster, topic, http_of)
     cluster.stop(graceful=False)  # the test is over: no hand-over needed (the fixture's stop is then a no-op)
     # Chromium logs the 504 of the silent broker's status as a console error; nothing else may fail
     assert all("504" in problem for problem in console.problems), console.problems
@@ -137,3 +140,30 @@ def check_cli(bootstrap: str, http: str, led: dict[int, int], own: dict[int, Any
         assert broker["load"]["store_healthy"] is True and broker["load"]["connections"] >= 0
     table = subprocess.run([*CLI, "status"], env=env, capture_output=True, text=True, timeout=60)
     assert table.returncode == 0 and "UNPERSISTED" in table.stdout and table.stdout.count("healthy") >= 3, table.stdout
+
+
+def check_hand_over_logged(cluster: Any, topic: str, http_of: dict[int, str]) -> None:
+    """The broker (not the first, whose HTTP port served the console) leading the most of the
+    topic's partitions is stopped gracefully: its log names each of them unloaded, and the log of
+    the broker that leads one afterwards names it opened (in what it logged since the stop)."""
+    current = wait_for(lambda: all_led(cluster.bootstrap, topic), WAIT_S, "every partition to have a leader")
+    index_of = {node_id: index for index, broker in enumerate(cluster.brokers) for node_id, http in http_of.items()
+                if http == f"127.0.0.1:{broker.http_port}"}
+    leaving = max((node for node, index in index_of.items() if index != 0),
+                  key=lambda node: sum(leader == node for leader in current.values()))
+    moved = sorted(p for p, leader in current.items() if leader == leaving)
+    assert moved, current
+    logs = {node: cluster.broker(index).log_path for node, index in index_of.items()}
+    before = {node: path.stat().st_size for node, path in logs.items()}
+    assert cluster.stop_broker(index_of[leaving]) == 0
+
+    def since_stop(node: int) -> str:
+        with open(logs[node], "rb") as log:
+            log.seek(before[node])
+            return log.read().decode(errors="replace")
+
+    after = wait_for(lambda: all_led(cluster.bootstrap, topic, excluded=leaving), WAIT_S, "the partitions to move")
+    unloaded = since_stop(leaving)
+    for p in moved:
+        assert f"{topic}/{p} unloaded" in unloaded, unloaded
+        wait_for(lambda p=p: f"{topic}/{p} opened in" in since_stop(after[p]), WAIT_S, f"{topic}/{p} opened")
