@@ -9,6 +9,7 @@ Ctrl-C. Every command's -h ends with them (exit_codes).
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -59,6 +60,21 @@ def connection_args(parser: argparse.ArgumentParser) -> None:
                              f"else the bootstrap host on port {HTTP_PORT}); other Kafka endpoints go without")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the broker (default 10)")
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="table (default) or json")
+
+
+def timestamp_ms(text: str) -> int:
+    """argparse's type= of a point in time: milliseconds since the epoch (kcat's and Kafka's
+    ListOffsets' unit), or an ISO 8601 date and time ("2026-12-04T10:00", "2026-12-04 10:00:00Z",
+    "2026-12-04T10:00+01:00"; without a zone this machine's local time, as kafka-consumer-groups.sh
+    --to-datetime reads it)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected milliseconds since the epoch or an ISO 8601 time such as "
+                                         f"2026-12-04T10:00:00, got {text!r}") from None
+    return round(moment.timestamp() * 1000)  # a naive datetime's timestamp() is local time
 
 
 def kafka_config(args: argparse.Namespace, **extra: object) -> dict[str, object]:

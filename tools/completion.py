@@ -35,7 +35,8 @@ COMMANDS: dict[str, dict[str, tuple[str, ...]]] = {
     "group": {
         "list": CONNECTION,
         "describe": CONNECTION,
-        "reset-offsets": (*CONNECTION, "--topic", "-t", "--to-earliest", "--to-latest", "--to-timestamp", "--to-offset",
+        "reset-offsets": (*CONNECTION, "--topic", "-t", "--to-earliest", "--to-latest", "--to-timestamp", "--to-datetime",
+                          "--to-offset",
                           "--dry-run", "--execute"),
         "delete": CONNECTION,
     },

@@ -5,7 +5,7 @@
     martlet consume T --from-end --follow --format '%p:%o %k=%s\\n'
 
 Where it starts: --from-beginning, --offset N (N < 0: N records before the end), --from-timestamp
-MS (the first record at or after it) or --from-end. Without --group, the partitions (all, or
+TIME (the first record at or after it; milliseconds or ISO 8601) or --from-end. Without --group, the partitions (all, or
 --partition ...) are assigned directly, from the beginning unless told otherwise, and nothing
 is committed. With --group, the command subscribes as a member of that group: it goes on from
 the group's committed offsets (where there are none, from the beginning with --from-beginning,
@@ -44,6 +44,7 @@ from .common import (
     kafka_config,
     kafka_failed,
     run,
+    timestamp_ms,
     topic_partitions,
 )
 from .formats import FormatError, Headers, Message, Render, renderer, unescape
@@ -71,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     start = parser.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="from each partition's first record")
     start.add_argument("--offset", type=int, metavar="N", help="from offset N (N < 0: N records before the end)")
-    start.add_argument("--from-timestamp", type=int, metavar="MS", help="from the first record at or after MS (epoch ms)")
+    start.add_argument("--from-timestamp", type=timestamp_ms, metavar="TIME",
+                       help="from the first record at or after TIME (epoch ms, or ISO 8601: 2026-12-04T10:00:00Z)")
     start.add_argument("--from-end", action="store_true", help="from the end: only records produced from now on")
     parser.add_argument("--partition", "-p", type=int, action="append", metavar="N", help="only this partition (repeat)")
     parser.add_argument("--count", "-c", type=int, metavar="N", help="stop after N records")

@@ -36,6 +36,7 @@ from .common import (
     print_table,
     run,
     subcommand,
+    timestamp_ms,
     wait_admin,
 )
 
@@ -380,8 +381,9 @@ def _reset_parser(subs: Any) -> None:
     to = command.add_mutually_exclusive_group(required=True)
     to.add_argument("--to-earliest", action="store_true", help="to each partition's log start offset")
     to.add_argument("--to-latest", action="store_true", help="to each partition's high watermark (skip everything)")
-    to.add_argument("--to-timestamp", type=int, metavar="MS",
-                    help="to the first record at or after this time (milliseconds since the epoch)")
+    to.add_argument("--to-timestamp", "--to-datetime", type=timestamp_ms, metavar="TIME",
+                    help="to the first record at or after TIME: milliseconds since the epoch, or ISO 8601 "
+                         "(2026-12-04T10:00:00Z; without a zone, local time)")
     to.add_argument("--to-offset", type=int, metavar="N", help="to offset N (kept within each partition's range)")
     mode = command.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")

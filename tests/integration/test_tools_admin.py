@@ -11,6 +11,7 @@ checked in test_martlet_extras.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import socket
@@ -275,8 +276,11 @@ def test_group_reset_offsets_and_delete(lagging: tuple[Lagging, Consumer]) -> No
     cli(endpoint, "group", "reset-offsets", group, "--topic", topic, "--to-timestamp", str(BASE_TS_MS + 5000),
         "--execute")
     assert committed_now(endpoint, topic, group) == {0: 5, 1: 5, 2: 5}
+    at = datetime.datetime.fromtimestamp((BASE_TS_MS + 3000) / 1000, datetime.UTC).isoformat()
+    cli(endpoint, "group", "reset-offsets", group, "--topic", topic, "--to-datetime", at, "--execute")  # Kafka's spelling
+    assert committed_now(endpoint, topic, group) == {0: 3, 1: 3, 2: 3}
     cli(endpoint, "group", "reset-offsets", group, "-t", f"{topic}:0,2", "--to-offset", "99", "--execute")
-    assert committed_now(endpoint, topic, group) == {0: 10, 1: 5, 2: 10}  # clamped to the high watermark
+    assert committed_now(endpoint, topic, group) == {0: 10, 1: 3, 2: 10}  # clamped to the high watermark
 
     assert cli_json(endpoint, "group", "delete", group) == {"deleted": [group]}
     assert group not in {row["group_id"] for row in cli_json(endpoint, "group", "list")["groups"]}

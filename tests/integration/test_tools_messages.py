@@ -7,6 +7,7 @@ unreachable)."""
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import os
 import signal
@@ -132,6 +133,8 @@ def test_where_a_consume_starts(bootstrap: str) -> None:
     assert lines(bootstrap, "consume", topic, "--offset", "-2") == ["b3", "b4"]
     assert lines(bootstrap, "consume", topic, "--offset", "-100", "--count", "1") == ["a0"]
     assert lines(bootstrap, "consume", topic, "--from-timestamp", str(last_a + 1)) == [f"b{i}" for i in range(5)]
+    iso = datetime.datetime.fromtimestamp((last_a + 1) / 1000, datetime.UTC).isoformat(timespec="milliseconds")
+    assert lines(bootstrap, "consume", topic, "--from-timestamp", iso) == [f"b{i}" for i in range(5)]
     assert lines(bootstrap, "consume", topic, "--from-end") == []
 
 
