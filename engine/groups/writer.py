@@ -33,6 +33,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from ...records.header import BatchHeader
@@ -41,6 +42,7 @@ from .offsets import LiveState, OffsetStore
 from .records import Change, owner_of
 
 T = TypeVar("T")
+CLOSERS = 8  # shards' logs closed at once when the node stops
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +106,11 @@ class OffsetWriter:
         """Until every job queued so far has settled, whatever its outcome."""
         if self._queue:
             await asyncio.wait([self._queue[-1].settled])
+
+    async def wait_idle(self, shard: OffsetStore) -> None:
+        """Until no queued job names `shard` (a settling write may queue its compaction)."""
+        while any(job.shard is shard for job in self._queue):
+            await self.wait_written()
 
     async def run(self, call: Callable[..., T], *args: object) -> T:
         """Run a store call on the writer's thread, after everything queued before it."""
@@ -186,8 +193,11 @@ class OffsetWriter:
 
 
 def _close_all(shards: list[OffsetStore]) -> None:
-    for shard in shards:
-        shard.close()
+    """Close the shards' logs side by side (each close on HDFS waits about 0.4 s for the
+    NameNode): the writer's thread has run every queued job, and nothing writes them now."""
+    with ThreadPoolExecutor(CLOSERS, "martlet-offsets-close") as closers:
+        for closed in [closers.submit(shard.close) for shard in shards]:
+            closed.result()
 
 
 def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:
