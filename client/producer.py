@@ -113,6 +113,7 @@ class AsyncProducer:
         self._routed.set()
         self._rerouting: asyncio.Task[None] | None = None
         self._buffered = 0
+        self._buffer_max = self.config.buffer_bytes
         self._room = asyncio.Event()
         self._room.set()
         self._sequence = 0
@@ -216,7 +217,7 @@ class AsyncProducer:
         assert self.router is not None
         if not message.pinned:
             message.partition = self.router.partition(message.key)
-        self._writer(message.partition).add(message)
+        (self._writers.get(message.partition) or self._writer(message.partition)).add(message)
 
     @property
     def full(self) -> bool:
@@ -267,9 +268,9 @@ class AsyncProducer:
 
     def buffered(self, delta: int) -> None:
         self._buffered += delta
-        if self._buffered >= self.config.buffer_bytes:
+        if self._buffered >= self._buffer_max:
             self._room.clear()
-        else:
+        elif delta < 0:
             self._room.set()
 
 
