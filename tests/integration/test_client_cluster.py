@@ -5,6 +5,8 @@ the tests here in file order (the last one kills a broker).
   serve partition 0, so partition 0's owner records that split point a moment later; a
   native producer writes 200,000 keyed messages through the split and a native broadcast
   reader, reading all along, gets each key's messages in send order.
+- A group of native consumers (point 1) with its coordinator and the partitions' leaders on
+  both brokers: shared, handed over, resumed from its commits.
 - A partition move (point 3): the leader of every partition is killed with kill -9 during a
   write; the partitions reload on the other broker with a new S, and the producer, refused
   or cut off, finds the new leader (LAYOUT), learns the new (V, S, C) and resends what the
@@ -27,6 +29,7 @@ from martlet.client.consumer import Consumer
 from martlet.client.message import Message
 from martlet.compat.bench.failover import all_led, leaders, node_ids, wait_for
 from martlet.compat.reference.cluster import ClusterOptions, LocalCluster
+from tests.integration.test_client_consumer import expected, produce, read_until, values
 from tests.integration.test_client_producer import check_history, check_split, read_all, write_through
 
 pytestmark = pytest.mark.integration
@@ -86,6 +89,37 @@ def read_along(bootstrap: str, topic: str, seen: list[Message], done: threading.
             seen += consumer.poll(0.5)
     if len(seen) >= SPLIT_COUNT:
         done.set()
+
+
+def test_a_native_group_on_a_cluster_splits_hands_over_and_resumes(two_brokers: LocalCluster) -> None:
+    """Group members on two brokers (the coordinator, an offsets shard's owner, on either;
+    the admin places the 50 shards on both): they share the topic, one hands its partitions over by
+    closing (committing), and a later member resumes from the commits: nothing twice, nothing lost."""
+    bootstrap, topic, group = two_brokers.bootstrap, "native-group-cluster", "native-cluster-group"
+    with Admin(bootstrap) as admin:
+        admin.create_topic(topic, 4)
+    wait_for(lambda: all_led(bootstrap, topic), 60, "every partition to have a leader")
+    produce(bootstrap, topic, 4, 40)
+    first = Consumer(bootstrap, group, [topic], commit_interval_s=1.0)
+    second = Consumer(bootstrap, group, [topic], commit_interval_s=1.0)
+    seen: list[list[Message]] = [[], []]
+    try:
+        read_until([first, second], seen, lambda: len(first.assignment()) == 2 == len(second.assignment())
+                   and len(seen[0]) + len(seen[1]) == 40)
+        second.close()  # commits its positions, then leaves
+        read_until([first], seen, lambda: len(first.assignment()) == 4)
+        produce(bootstrap, topic, 4, 40, first=40)
+        read_until([first], seen, lambda: len(seen[0]) + len(seen[1]) == 80)
+    finally:
+        first.close()
+        second.close()
+    every = seen[0] + seen[1]
+    assert len({(m.partition, m.offset) for m in every}) == 80 and set(values(every)) == expected(0, 80)
+    produce(bootstrap, topic, 4, 20, first=80)
+    later: list[list[Message]] = [[]]
+    with Consumer(bootstrap, group, [topic]) as third:
+        read_until([third], later, lambda: len(later[0]) >= 20)
+    assert set(values(later[0])) == expected(80, 20)
 
 
 def test_a_partition_moved_by_a_broker_kill_during_a_native_write_loses_nothing(two_brokers: LocalCluster) -> None:
