@@ -4,9 +4,13 @@ Writes go straight to the kernel with os.write (no Python buffering), so a proce
 right after `write` returns loses nothing; only `sync` (fsync) protects against power loss.
 Creating, renaming and deleting entries also fsyncs the parent directory, so the change to
 the directory itself survives power loss as well.
+
+Reads copy from the page cache (pread); `read_view` maps the pages instead (mmap), for a
+reader that only looks at the bytes and lets go of them soon (engine/log/reader.py).
 """
 
 import fcntl
+import mmap
 import os
 import shutil
 
@@ -106,6 +110,26 @@ class LocalStore:
             return _pread_fully(fd, offset, length)
         finally:
             os.close(fd)
+
+    def read_view(self, path: str, offset: int, length: int) -> memoryview:
+        """What `read` gives, as a view of the file's pages in the page cache (a read-only
+        mapping) instead of a copy: no copy is made, and pages are mapped as they are touched.
+
+        The mapping, and the file descriptor it keeps, live as long as the view or any slice
+        of it (CPython frees them with the last reference): meanwhile the file's blocks stay
+        allocated even if the file is deleted, so a caller lets go of the views it has read. The caller must touch no byte that
+        may be cut off the file meanwhile: a page wholly past the file's new end faults the
+        process (SIGBUS). Appending is harmless; the view never grows."""
+        fd = os.open(self._os_path(path), os.O_RDONLY)
+        try:
+            length = min(length, os.fstat(fd).st_size - offset)
+            if length <= 0:
+                return memoryview(b"")
+            start = offset - offset % mmap.ALLOCATIONGRANULARITY  # where a mapping may begin
+            mapping = mmap.mmap(fd, offset + length - start, prot=mmap.PROT_READ, offset=start)
+        finally:
+            os.close(fd)  # the mapping holds a duplicate
+        return memoryview(mapping)[offset - start:]
 
     def open_append(self, path: str) -> LocalAppendFile:
         os_path = self._os_path(path)

@@ -73,3 +73,63 @@ def test_location_names_the_directory_or_the_hdfs_url(tmp_path) -> None:
     assert store_location(LocalStore(str(tmp_path / "data"))) == str(tmp_path / "data")
     assert store_location(OnHdfs()) == "hdfs://nn:8020/martlet"  # type: ignore[arg-type]
     assert store_location(MemoryStore()) == "memory"
+
+
+# -- read_view: reads through a mapping --------------------------------------------------------
+
+
+def mapped(path: str) -> list[str]:
+    """Lines of /proc/self/maps that map `path` (a deleted file shows as '<path> (deleted)')."""
+    with open("/proc/self/maps") as maps:
+        return [line for line in maps if path in line]
+
+
+def open_descriptors(path: str) -> list[str]:
+    """This process's descriptors open on `path`."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        if target.startswith(path):
+            found.append(target)
+    return found
+
+
+def test_read_view_gives_what_read_gives(tmp_path):
+    store = LocalStore(str(tmp_path))
+    content = os.urandom(200_000)  # several mapping granules (4 KB)
+    (tmp_path / "f").write_bytes(content)
+    for offset, length in [(0, 10), (1, 4095), (4095, 2), (4096, 8192), (12_345, 100_000), (199_990, 100),
+                           (0, 200_000), (0, 1 << 30), (200_000, 5), (250_000, 5), (7, 0)]:
+        view = store.read_view("f", offset, length)
+        assert isinstance(view, memoryview) and view.readonly
+        assert bytes(view) == store.read("f", offset, length) == content[offset:offset + length]
+    with pytest.raises(FileNotFoundError):
+        store.read_view("missing", 0, 10)
+
+
+def test_a_view_holds_its_mapping_until_released_even_of_a_deleted_file(tmp_path):
+    store = LocalStore(str(tmp_path))
+    content = os.urandom(50_000)
+    (tmp_path / "f").write_bytes(content)
+    view = store.read_view("f", 5_000, 30_000)
+    part = view[100:200]
+    del view
+    store.delete("f")
+    assert bytes(part) == content[5_100:5_200]  # the pages stay while a slice lives
+    assert [line for line in mapped(str(tmp_path / "f")) if "(deleted)" in line]
+    del part
+    assert mapped(str(tmp_path / "f")) == []
+    assert open_descriptors(str(tmp_path / "f")) == []
+
+
+def test_a_view_does_not_grow_with_the_file(tmp_path):
+    store = LocalStore(str(tmp_path))
+    file = store.open_append("f")
+    file.write(b"a" * 10_000)
+    view = store.read_view("f", 0, 1 << 20)
+    file.write(b"b" * 10_000)
+    assert bytes(view) == b"a" * 10_000
+    assert bytes(store.read_view("f", 9_990, 20)) == b"a" * 10 + b"b" * 10
