@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from confluent_kafka import OFFSET_STORED, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, TopicPartition
@@ -242,12 +244,13 @@ class Session:
             marks.append((partition, offset))
             if self.args.count is not None and self.count + len(lines) >= self.args.count:
                 break
-        if lines:
-            self.out.write(b"".join(lines))
-            self.out.flush()
-        for partition, offset in marks:
-            self.reading.mark(partition, offset)
-        self.count += len(lines)
+        with _uninterrupted():  # what is printed is counted and marked for the commit, Ctrl-C or not
+            if lines:
+                self.out.write(b"".join(lines))
+                self.out.flush()
+            for partition, offset in marks:
+                self.reading.mark(partition, offset)
+            self.count += len(lines)
         return len(lines)
 
     def _event(self, record: KafkaMessage) -> None:
@@ -337,6 +340,21 @@ def _check(args: argparse.Namespace, partitions: list[int]) -> list[int]:
     if missing:
         fail(f"topic {args.topic!r} has no partition {', '.join(map(str, missing))} (it has {len(partitions)})")
     return sorted(set(args.partition))
+
+
+@contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Ctrl-C (SIGINT) during the block takes effect once it is done: a record printed and
+    then interrupted before it was marked would not be committed, and a later member of the
+    group would print it again."""
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _bar_shown(args: argparse.Namespace, total: int | None) -> bool:
