@@ -161,8 +161,9 @@ def _run(plan: Plan, options: argparse.Namespace) -> list[dict[str, object]]:
             from ..reference.hdfs import ReferenceHdfs
 
             plan.progress("starting HDFS and Martlet on it")
-            store = f"{stack.enter_context(ReferenceHdfs()).url}/martlet-bench"
-            endpoints.append(stack.enter_context(martlet_broker(store, config, "martlet-hdfs")))
+            hdfs = stack.enter_context(ReferenceHdfs())
+            endpoint = stack.enter_context(martlet_broker(f"{hdfs.url}/martlet-bench", config, "martlet-hdfs"))
+            endpoints.append(dataclasses.replace(endpoint, store_pid=hdfs.pid))
         plan.progress("starting Martlet and Kafka")
         endpoints.append(stack.enter_context(martlet_broker(None, config)))
         endpoints.append(stack.enter_context(kafka_broker()))

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..reference.spark import spark_kafka_jars
+from .probe import machine_cpu_seconds
 from .runner import MARTLET_CMD
 
 PARTITIONS = 4
@@ -80,19 +81,13 @@ def _report(times: dict[str, list[Sample]], produce_mb: int) -> str:
 
 
 def _read(frame: Callable[[], Any], records: int, pid: int) -> Sample:
-    machine, broker, ours, started = _machine_cpu(), _process_cpu(pid), _tree_cpu(os.getpid()), time.monotonic()
+    machine, broker, ours, started = machine_cpu_seconds(), _process_cpu(pid), _tree_cpu(os.getpid()), time.monotonic()
     row = frame().selectExpr("count(*) AS n", "sum(length(value)) AS b").collect()[0]
-    seconds, machine, broker = time.monotonic() - started, _machine_cpu() - machine, _process_cpu(pid) - broker
+    seconds, machine, broker = time.monotonic() - started, machine_cpu_seconds() - machine, _process_cpu(pid) - broker
     taken = seconds, machine, broker, max(0.0, machine - (_tree_cpu(os.getpid()) - ours))
     if row.n != records or row.b != records * RECORD_BYTES:
         raise RuntimeError(f"read {row.n} records of {row.b} bytes, produced {records} of {records * RECORD_BYTES}")
     return taken
-
-
-def _machine_cpu() -> float:
-    with open("/proc/stat") as stat:
-        ticks = [int(field) for field in stat.readline().split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / TICKS  # all but idle and iowait
 
 
 def _process_cpu(pid: int) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import select
 import subprocess
 import sys
@@ -28,6 +29,7 @@ LOAD_MODULE = "martlet.compat.bench.load"  # the confluent-kafka roles, each run
 ADMIN_TIMEOUT_S = 120.0
 SPREAD_CREATE_TIMEOUT_S = 900.0  # one CreateTopics of 5,000 partitions (on HDFS: minutes of NameNode calls)
 MB = 1_000_000
+CORES = os.cpu_count() or 1  # /proc/stat counts them all
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,9 @@ METRICS = {
     "cpu s/GB": Metric("s", False),
     "cpu s": Metric("s", False),
     "peak RSS MiB": Metric("MiB", False),
+    "store cpu s/GB": Metric("s", False),
+    "machine cpu s/GB": Metric("s", False),
+    "machine busy %": Metric("%", False),
     "p50 ms": Metric("ms", False),
     "commit p50 ms": Metric("ms", False),
     "commit p99 ms": Metric("ms", False),
@@ -60,6 +65,7 @@ class Endpoint:
     name: str
     bootstrap: str
     pid: int | None  # the broker process, for CPU and RSS; None for an outside endpoint
+    store_pid: int | None = None  # the process serving its store (the reference HDFS), for CPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +168,14 @@ def _broker(probe: Probe, gigabytes_of: int | None = None) -> dict[str, float]:
         return {}
     metrics = {"cpu s": probe.cpu_s, "peak RSS MiB": probe.peak_rss_bytes / (1 << 20)}
     if gigabytes_of:
-        metrics["cpu s/GB"] = probe.cpu_s / (gigabytes_of / 1e9)
+        gigabytes = gigabytes_of / 1e9
+        metrics["cpu s/GB"] = probe.cpu_s / gigabytes
+        if probe.store_cpu_s is not None:
+            metrics["store cpu s/GB"] = probe.store_cpu_s / gigabytes
+        # everything the machine did for the workload: client, broker, store, and the
+        # idle endpoints beside them
+        metrics["machine cpu s/GB"] = probe.busy_cpu_s / gigabytes
+        metrics["machine busy %"] = 100 * probe.busy_cpu_s / (probe.seconds * CORES) if probe.seconds else 0.0
     return metrics
 
 
@@ -179,7 +192,7 @@ def _produce(name: str, acks: str, idempotent: bool, partitions: int = 1, codec:
         spec = {"role": "produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
                 "records": records, "record_bytes": 1000, "distinct": distinct,
                 "config": _producer(acks, idempotent, codec)}
-        with Probe(ctx.endpoint.pid) as probe:
+        with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
             result = run_load(spec)
         if result["failed"]:
             raise RuntimeError(f"{result['failed']} of {records} records were not delivered")
@@ -209,7 +222,7 @@ def transactional(ctx: Context) -> dict[str, float]:
     config = _producer("all", True) | {"transactional.id": f"{topic}-{ctx.endpoint.name}"}
     spec = {"role": "txn-produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic, "records": records,
             "record_bytes": 1000, "period_ms": TXN_PERIOD_MS, "config": config}
-    with Probe(ctx.endpoint.pid) as probe:
+    with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
         result = run_load(spec)
     _wait_readable(ctx.endpoint.bootstrap, topic, records + result["transactions"])
     return transaction_metrics(result) | _broker(probe, result["bytes"])
@@ -246,7 +259,7 @@ def compaction(ctx: Context) -> dict[str, float]:
     before = _wait_log_bytes(bootstrap, topic, lambda size: size >= written["bytes"])
     beside = _start_load({"role": "produce", "bootstrap": bootstrap, "topic": other, "records": records // 10,
                           "record_bytes": 1000, "config": _producer("1")})
-    with Probe(ctx.endpoint.pid) as probe:
+    with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
         start = time.monotonic()
         _compact(bootstrap, topic)
         # done: the live tenth, the active segment (never cleaned) and 2% for batch overheads are left
@@ -304,7 +317,7 @@ def consume(ctx: Context) -> dict[str, float]:
     _wait_readable(ctx.endpoint.bootstrap, ctx.topic(source), ctx.produced[source])
     spec = {"role": "consume", "bootstrap": ctx.endpoint.bootstrap, "topic": ctx.topic(source),
             "records": ctx.produced[source], "config": CONSUMER}
-    with Probe(ctx.endpoint.pid) as probe:
+    with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
         result = run_load(spec)
     return _throughput(result, probe)
 
@@ -337,7 +350,7 @@ def small_records(ctx: Context) -> dict[str, float]:
     spec = {"role": "produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
             "records": records, "record_bytes": 100,
             "config": {"acks": "1", "linger.ms": 0, "compression.type": "none"}}
-    with Probe(ctx.endpoint.pid) as probe:
+    with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
         result = run_load(spec)
     if result["failed"]:
         raise RuntimeError(f"{result['failed']} of {records} records were not delivered")
@@ -354,7 +367,7 @@ def latency(ctx: Context) -> dict[str, float]:
                                    "warmup": rate, "config": {"fetch.wait.max.ms": 500}})
     try:
         _wait_ready(consumer)
-        with Probe(ctx.endpoint.pid) as probe:
+        with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
             sent = run_load(base | {"role": "latency-produce", "rate": rate, "seconds": seconds,
                                     "config": {"acks": "all", "linger.ms": 0}})
             out, _ = consumer.communicate(timeout=LOAD_TIMEOUT_S)
@@ -414,7 +427,7 @@ def spread_traffic(ctx: Context) -> dict[str, float]:
     create_topic(ctx.endpoint.bootstrap, topic, partitions, timeout_s=SPREAD_CREATE_TIMEOUT_S)
     created_s = time.perf_counter() - started
     try:
-        with Probe(ctx.endpoint.pid) as probe:
+        with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
             result = run_load({"role": "spread-produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
                                "partitions": partitions, "rate": partitions, "seconds": ctx.scale.spread_seconds,
                                "record_bytes": 1000, "config": {"acks": "all", "linger.ms": 5}})
