@@ -4,6 +4,7 @@ after it broke; the bootstrap addresses tried in turn for requests any broker an
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from typing import Any
 
@@ -32,6 +33,7 @@ class Brokers:
         self.timeout_s = timeout_s  # how long a call may look for a broker that answers
         self._connections: dict[tuple[str, int], Connection] = {}
         self._opening: dict[tuple[str, int], asyncio.Task[Connection]] = {}
+        self._closed = False
 
     async def at(self, host: str, port: int) -> Connection:
         """The connection to host:port, opened (once, however many ask at the same time) if needed."""
@@ -42,9 +44,24 @@ class Brokers:
         task = self._opening.get(address)
         if task is None:
             task = self._opening[address] = asyncio.ensure_future(Connection.open(host, port, self.client_id))
-            task.add_done_callback(lambda _: self._opening.pop(address, None))
-        connection = self._connections[address] = await asyncio.shield(task)
-        return connection
+            task.add_done_callback(functools.partial(self._opened, address))
+        return await asyncio.shield(task)
+
+    def _opened(self, address: tuple[str, int], task: asyncio.Task[Connection]) -> None:
+        """An opening ended. Its connection is kept here even when every caller waiting for it
+        was cancelled meanwhile (a writer stopped mid-retry): nobody else would ever close it,
+        and its socket would outlive the loop. Once these brokers are closed it is closed too."""
+        self._opening.pop(address, None)
+        if task.cancelled() or task.exception() is not None:
+            return
+        connection = task.result()
+        if self._closed:
+            asyncio.ensure_future(connection.close())
+            return
+        replaced = self._connections.get(address)
+        self._connections[address] = connection
+        if replaced is not None and replaced is not connection:
+            asyncio.ensure_future(replaced.close())  # broken already; this releases its socket now
 
     async def any(self) -> Connection:
         """A connection to the first bootstrap address that takes one, retried until timeout_s."""
@@ -78,6 +95,12 @@ class Brokers:
         return decode_layout_answer(answer)[1]
 
     async def close(self) -> None:
+        """Close every connection, and any still being opened."""
+        self._closed = True
+        opening = list(self._opening.values())
+        for task in opening:
+            task.cancel()
+        opened = await asyncio.gather(*opening, return_exceptions=True)
         connections, self._connections = self._connections, {}
-        for connection in connections.values():
+        for connection in [*connections.values(), *(c for c in opened if isinstance(c, Connection))]:
             await connection.close()
