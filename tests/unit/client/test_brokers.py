@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
+from collections.abc import Coroutine
+from typing import Any
 
 from martlet.client.brokers import Brokers
 
@@ -23,6 +25,22 @@ async def _server() -> tuple[asyncio.Server, int, Accepted]:
     return server, server.sockets[0].getsockname()[1], accepted
 
 
+async def _all_closed(server: asyncio.Server, accepted: Accepted) -> None:
+    """Every connection the client opened was closed: the server reads its end of each."""
+    for reader, writer in accepted:
+        assert await asyncio.wait_for(reader.read(), WAIT_S) == b""
+        writer.close()
+    server.close()
+    await server.wait_closed()
+
+
+def _run(scenario: Coroutine[Any, Any, None]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        asyncio.run(scenario)
+        gc.collect()  # an unclosed transport or socket would warn (an error here) when collected
+
+
 def test_a_connection_whose_caller_was_cancelled_is_kept_and_closed_with_the_rest() -> None:
     async def scenario() -> None:
         server, port, accepted = await _server()
@@ -38,16 +56,9 @@ def test_a_connection_whose_caller_was_cancelled_is_kept_and_closed_with_the_res
         assert again.usable and (await brokers.at("127.0.0.1", port)) is again
         await brokers.close()
         assert not again.usable
-        for reader, writer in accepted:  # every connection opened was closed: the server reads its end
-            assert await asyncio.wait_for(reader.read(), WAIT_S) == b""
-            writer.close()
-        server.close()
-        await server.wait_closed()
+        await _all_closed(server, accepted)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ResourceWarning)
-        asyncio.run(scenario())
-        gc.collect()  # an unclosed transport or socket would warn (an error here) when collected
+    _run(scenario())
 
 
 def test_closing_while_a_connection_is_being_opened_closes_it_too() -> None:
@@ -62,13 +73,6 @@ def test_closing_while_a_connection_is_being_opened_closes_it_too() -> None:
         except asyncio.CancelledError:
             connection = None
         assert connection is None or not connection.usable
-        for reader, writer in accepted:
-            assert await asyncio.wait_for(reader.read(), WAIT_S) == b""
-            writer.close()
-        server.close()
-        await server.wait_closed()
+        await _all_closed(server, accepted)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ResourceWarning)
-        asyncio.run(scenario())
-        gc.collect()
+    _run(scenario())
