@@ -159,6 +159,11 @@ def delete_topics(bootstrap: str, prefix: str) -> None:
                     raise
 
 
+def _probe(ctx: Context) -> Probe:
+    """The probe of the endpoint's broker and of the process serving its store, if any."""
+    return Probe(ctx.endpoint.pid, ctx.endpoint.store_pid)
+
+
 def _throughput(result: dict[str, Any], probe: Probe) -> dict[str, float]:
     metrics = {"MB/s": result["bytes"] / MB / result["seconds"],
                "records/s": result["records"] / result["seconds"]}
@@ -194,7 +199,7 @@ def _produce(name: str, acks: str, idempotent: bool, partitions: int = 1, codec:
         spec = {"role": "produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
                 "records": records, "record_bytes": 1000, "distinct": distinct,
                 "config": _producer(acks, idempotent, codec)}
-        with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
+        with _probe(ctx) as probe:
             result = run_load(spec)
         if result["failed"]:
             raise RuntimeError(f"{result['failed']} of {records} records were not delivered")
@@ -224,7 +229,7 @@ def transactional(ctx: Context) -> dict[str, float]:
     config = _producer("all", True) | {"transactional.id": f"{topic}-{ctx.endpoint.name}"}
     spec = {"role": "txn-produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic, "records": records,
             "record_bytes": 1000, "period_ms": TXN_PERIOD_MS, "config": config}
-    with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
+    with _probe(ctx) as probe:
         result = run_load(spec)
     _wait_readable(ctx.endpoint.bootstrap, topic, records + result["transactions"])
     return transaction_metrics(result) | _broker(probe, result["bytes"])
@@ -261,7 +266,7 @@ def compaction(ctx: Context) -> dict[str, float]:
     before = _wait_log_bytes(bootstrap, topic, lambda size: size >= written["bytes"])
     beside = _start_load({"role": "produce", "bootstrap": bootstrap, "topic": other, "records": records // 10,
                           "record_bytes": 1000, "config": _producer("1")})
-    with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
+    with _probe(ctx) as probe:
         start = time.monotonic()
         _compact(bootstrap, topic)
         # done: the live tenth, the active segment (never cleaned) and 2% for batch overheads are left
@@ -319,7 +324,7 @@ def consume(ctx: Context) -> dict[str, float]:
     _wait_readable(ctx.endpoint.bootstrap, ctx.topic(source), ctx.produced[source])
     spec = {"role": "consume", "bootstrap": ctx.endpoint.bootstrap, "topic": ctx.topic(source),
             "records": ctx.produced[source], "config": CONSUMER}
-    with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
+    with _probe(ctx) as probe:
         result = run_load(spec)
     return _throughput(result, probe)
 
@@ -352,7 +357,7 @@ def small_records(ctx: Context) -> dict[str, float]:
     spec = {"role": "produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
             "records": records, "record_bytes": 100,
             "config": {"acks": "1", "linger.ms": 0, "compression.type": "none"}}
-    with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
+    with _probe(ctx) as probe:
         result = run_load(spec)
     if result["failed"]:
         raise RuntimeError(f"{result['failed']} of {records} records were not delivered")
@@ -369,7 +374,7 @@ def latency(ctx: Context) -> dict[str, float]:
                                    "warmup": rate, "config": {"fetch.wait.max.ms": 500}})
     try:
         _wait_ready(consumer)
-        with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
+        with _probe(ctx) as probe:
             sent = run_load(base | {"role": "latency-produce", "rate": rate, "seconds": seconds,
                                     "config": {"acks": "all", "linger.ms": 0}})
             out, _ = consumer.communicate(timeout=LOAD_TIMEOUT_S)
@@ -429,7 +434,7 @@ def spread_traffic(ctx: Context) -> dict[str, float]:
     create_topic(ctx.endpoint.bootstrap, topic, partitions, timeout_s=SPREAD_CREATE_TIMEOUT_S)
     created_s = time.perf_counter() - started
     try:
-        with Probe(ctx.endpoint.pid, ctx.endpoint.store_pid) as probe:
+        with _probe(ctx) as probe:
             result = run_load({"role": "spread-produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
                                "partitions": partitions, "rate": partitions, "seconds": ctx.scale.spread_seconds,
                                "record_bytes": 1000, "config": {"acks": "all", "linger.ms": 5}})

@@ -10,25 +10,15 @@ import pytest
 
 from martlet.compat.bench.probe import Probe
 from martlet.compat.bench.workloads import CORES, _broker
-
-SPIN_CPU_S = 0.3
-# spins until it has used SPIN_CPU_S of CPU, says so, then waits (alive, idle) for stdin to close
-SPINNER = f"""
-import sys, time
-while time.process_time() < {SPIN_CPU_S}:
-    pass
-print("spun", flush=True)
-sys.stdin.read()
-"""
+from tests.unit.compat.bench.spinner import SPIN_CPU_S, SPINNER, WAIT_S, wait_spun
 
 
 def test_the_store_and_the_machine_are_counted_beside_the_broker() -> None:
-    with subprocess.Popen([sys.executable, "-c", SPINNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          text=True) as store:
+    with subprocess.Popen([sys.executable, "-c", SPINNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as store:
         assert store.stdout is not None and store.stdin is not None
         try:
             with Probe(os.getpid(), store.pid) as probe:
-                assert store.stdout.readline().strip() == "spun"  # bounded: the spinner exits its loop
+                wait_spun(store.stdout)
             assert probe.store_cpu_s is not None
             assert SPIN_CPU_S - 0.05 <= probe.store_cpu_s <= SPIN_CPU_S + 0.2  # its start-up and the loop
             assert probe.busy_cpu_s >= probe.store_cpu_s - 0.02  # the machine's includes the store's
@@ -36,6 +26,7 @@ def test_the_store_and_the_machine_are_counted_beside_the_broker() -> None:
             assert probe.cpu_s is not None and probe.cpu_s >= 0
         finally:
             store.stdin.close()
+            store.wait(WAIT_S)
 
 
 def test_an_endpoint_without_a_store_process_reports_none_for_it() -> None:

@@ -4,20 +4,20 @@ import subprocess
 import sys
 
 from martlet.compat.bench.spark_read import _process_cpu, _report, _tree_cpu
+from tests.unit.compat.bench.spinner import SPINNER, WAIT_S, wait_spun
 
 
 def test_the_tree_counts_children_and_not_the_rest_of_the_machine():
     """The tree is rooted at a parent of our own (a test run's process has other children:
     the session's brokers and reference services), whose one child spins 0.3 CPU-s."""
-    spin = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\nprint(flush=True)\ninput()"
     parent = "import subprocess, sys\nsys.exit(subprocess.call([sys.executable, '-c', sys.argv[1]]))"
-    with subprocess.Popen([sys.executable, "-c", parent, spin], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as root:
+    with subprocess.Popen([sys.executable, "-c", parent, SPINNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as root:
         assert root.stdout is not None
-        root.stdout.readline()  # its child has spun 0.3 CPU-s and waits
+        wait_spun(root.stdout)  # its child has spun 0.3 CPU-s and waits
         mine, tree = _process_cpu(root.pid), _tree_cpu(root.pid)
         assert tree >= mine + 0.25
         assert tree < mine + 0.3 + 2.0  # its child's spin and start-up, not the machine's
-        root.communicate(b"\n", timeout=30)
+        root.communicate(b"", timeout=WAIT_S)
     assert _tree_cpu(2**22 + 1) == 0.0  # no such process: nothing
 
 
