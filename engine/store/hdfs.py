@@ -76,6 +76,7 @@ import functools
 import logging
 import posixpath
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -100,6 +101,7 @@ WRITERS_MAX = 2000  # open HDFS writers; a DataNode serves 4,096 pipelines by de
 # Writers holding a block they started, each holding a whole DataNode block size of reserved
 # disk (see the module header): 256 x 128 MiB = 32 GiB.
 FRESH_BLOCKS_MAX = 256
+ADMIT_WAIT_S = 20.0  # the longest a write waits to start a block (a flush is abandoned after 30 s)
 WRITER_IDLE_S = 60.0  # an HDFS writer unused this long is closed
 # Writers closed at once. A close mostly sleeps: hdfs-native retries the NameNode's
 # complete() every 500 ms until the DataNode has reported the block, so a closing thread
@@ -211,13 +213,15 @@ class HdfsAppendFile:
 
     @_os_errors
     def write(self, data: bytes | bytearray | memoryview) -> None:
+        assert not self._closed, "write after close"
+        starts_block = self._starts_block(len(data))  # writes to one file come one at a time
+        if starts_block and not self.fresh:
+            self._writers.admit(self)  # waits while the DataNode's reservations are at the bound
         with self._lock:
-            assert not self._closed, "write after close"
             try:
                 writer = self._writer
                 if writer is None:
                     writer = self._writer = self._client.append(self._path)
-                starts_block = self._starts_block(len(data))
                 writer.write(data)
                 writer.hsync()  # hand the bytes over now; also makes them durable
             except BaseException:
@@ -279,7 +283,16 @@ class OpenWriters:
     HDFS waits for the NameNode to complete its last block, about half a second); the next
     write reopens the file for append (tens of milliseconds). Beyond `fresh_most` writers
     holding a block they started (each a whole block of disk reserved on the DataNode, see
-    the module header), the least recently used of those close the same way."""
+    the module header), the least recently used of those close the same way.
+
+    A reservation lasts until its writer's close returns, and closes run about two a second
+    per closing thread, while flushes can start hundreds of blocks a second (the first
+    record to each of 5,000 new partitions). So a write about to start a block is admitted
+    only while the writers holding one, those still closing and those admitted count fewer
+    than `fresh_most`; otherwise it waits (at most ADMIT_WAIT_S) for a close to return.
+    Without that wait, 5,000 partitions' first records overran the reference DataNode's
+    free disk ("Out of space: the volume with the most available space ... is less than the
+    block size") and hundreds of flushes failed and were retried."""
 
     def __init__(self, most: int, idle_s: float, clock: Clock, fresh_most: int = FRESH_BLOCKS_MAX) -> None:
         self.most = most
@@ -287,14 +300,44 @@ class OpenWriters:
         self.fresh_most = fresh_most
         self._clock = clock
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # notified when a reservation ends
         self._files: OrderedDict[HdfsAppendFile, float] = OrderedDict()  # least recently used first
         self._fresh: OrderedDict[HdfsAppendFile, None] = OrderedDict()  # of those, holding a started block
+        self._admitted: set[HdfsAppendFile] = set()  # about to start a block (admit() returned)
+        self._closing_fresh = 0  # handed to the closers while holding a started block
+        self._waiting = 0  # writes waiting in admit()
         self._closing = ThreadPoolExecutor(CLOSING_THREADS, "martlet-hdfs-close")
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
 
+    def admit(self, file: HdfsAppendFile) -> None:
+        """Before a write that starts a block: wait until fewer than `fresh_most` writers hold
+        (or are closing, or are about to start) one, closing the least recently used of those
+        meanwhile. Past ADMIT_WAIT_S the write goes ahead anyway (the DataNode refuses it if
+        its disk is really full, and the flush is retried)."""
+        deadline = time.monotonic() + ADMIT_WAIT_S  # a thread's real wait, whatever the clock
+        with self._lock:
+            self._waiting += 1
+            try:
+                while self._reserved() >= self.fresh_most:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        logger.warning("%d HDFS writers hold or are closing a started block: %s starts one "
+                                       "without waiting longer", self._reserved(), file._path)
+                        break
+                    self._wake.set()
+                    self._room.wait(min(remaining, SWEEP_S))
+            finally:
+                self._waiting -= 1
+            self._admitted.add(file)
+
+    def _reserved(self) -> int:
+        """Lock held: the blocks whose reservation is held or about to be."""
+        return len(self._fresh) + len(self._admitted) + self._closing_fresh
+
     def used(self, file: HdfsAppendFile) -> None:
         with self._lock:
+            self._admitted.discard(file)
             self._files[file] = self._clock.monotonic()
             self._files.move_to_end(file)
             if file.fresh:
@@ -310,7 +353,10 @@ class OpenWriters:
     def gone(self, file: HdfsAppendFile) -> None:
         with self._lock:
             self._files.pop(file, None)
-            self._fresh.pop(file, None)
+            self._admitted.discard(file)
+            if file in self._fresh:
+                del self._fresh[file]
+                self._room.notify_all()
 
     def count(self) -> int:
         with self._lock:
@@ -320,34 +366,41 @@ class OpenWriters:
         while True:
             self._wake.wait(SWEEP_S)  # a periodic sweep; an excess of writers wakes it at once
             self._wake.clear()
-            for file in self._to_close():
-                self._closing.submit(self._close_quietly, file)
+            for file, fresh in self._to_close():
+                self._closing.submit(self._close_quietly, file, fresh)
 
-    def _to_close(self) -> list[HdfsAppendFile]:
+    def _to_close(self) -> list[tuple[HdfsAppendFile, bool]]:
         """The idle writers, the least recently used beyond `most` and the least recently
-        used holding a started block beyond `fresh_most`, taken off the lists."""
+        used holding a started block beyond `fresh_most` (counting those admitted and the
+        writes waiting to start one, not those already closing), taken off the lists; each
+        with whether it holds a started block."""
         now = self._clock.monotonic()
         with self._lock:
-            chosen: list[HdfsAppendFile] = []
+            chosen: list[tuple[HdfsAppendFile, bool]] = []
             for file, used in self._files.items():
                 if now - used < self.idle_s and len(self._files) - len(chosen) <= self.most:
                     break
-                chosen.append(file)
-            for file in chosen:
+                chosen.append((file, file in self._fresh))
+            for file, _ in chosen:
                 del self._files[file]
                 self._fresh.pop(file, None)
-            while len(self._fresh) > self.fresh_most:
+            while self._fresh and len(self._fresh) + len(self._admitted) + self._waiting > self.fresh_most:
                 file, _ = self._fresh.popitem(last=False)
                 self._files.pop(file, None)
-                chosen.append(file)
+                chosen.append((file, True))
+            self._closing_fresh += sum(fresh for _, fresh in chosen)
             return chosen
 
-    @staticmethod
-    def _close_quietly(file: HdfsAppendFile) -> None:
+    def _close_quietly(self, file: HdfsAppendFile, fresh: bool) -> None:
         try:
             file.release()
         except OSError as error:  # the next write finds out again, and its flush retries
             logger.warning("closing an idle HDFS writer of %s failed: %s", file._path, error)
+        finally:
+            if fresh:
+                with self._lock:
+                    self._closing_fresh -= 1
+                    self._room.notify_all()
 
 
 class HdfsStore:
