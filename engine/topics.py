@@ -334,13 +334,13 @@ class Topics:
         return topic, self._open_partitions(topic, range(old, count))
 
     def _delete_now(self, name: str, closing: list[Partition]) -> Topic:
-        for error in close_logs(closing):
+        for error in close_logs(closing, discard=True):
             if error is not None:
                 raise error
         return self._catalog.delete(name)
 
     def _open_changed(self, changes: CatalogChanges, closing: list[Partition]) -> list[tuple[TopicPartition, Partition]]:
-        for partition, error in zip(closing, close_logs(closing), strict=True):
+        for partition, error in zip(closing, close_logs(closing, discard=True), strict=True):
             if isinstance(error, OSError):  # its files may be gone with the topic already
                 logger.info("closing %s of a deleted topic: %s", partition.path, error)
             elif error is not None:

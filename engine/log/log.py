@@ -334,6 +334,15 @@ class PartitionLog:
         self._closed = True
         self._active.abandon()
 
+    def discard(self) -> None:
+        """Close the active segment's file and nothing more, for a log whose topic is being
+        deleted: sealing, the producer snapshot and the clean-shutdown mark would be written
+        only to be deleted (on HDFS each is a file the NameNode completes, about half a second)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._active.close()
+
     def close(self) -> None:
         """Flush, snapshot producer state and mark the shutdown clean, so the next open
         trusts the files after cheap checks instead of scanning the active segment."""

@@ -383,6 +383,21 @@ class Partition:
         else:
             logger.warning("%s: a store call never returned; closing without a clean shutdown", self.path)
 
+    def discard_log(self) -> None:
+        """Worker thread, after `close`, when the partition's topic is being deleted: close
+        the log's open file only (Log.discard); the files go with the topic. A file another
+        node took over meanwhile may refuse the close, which no longer matters."""
+        log, lock = self._log_state
+        if not lock.acquire(timeout=CLOSE_WAIT_S):
+            logger.warning("%s: a store call never returned; leaving its files to the topic's deletion", self.path)
+            return
+        try:
+            log.discard()
+        except OSError as error:
+            logger.info("closing %s of a deleted topic: %s", self.path, error)
+        finally:
+            lock.release()
+
     def _publish_final(self) -> None:
         """On close: publish the last C unless it is published already (or the store hangs)."""
         final = self.to_publish()  # closed: only a late flush result may still move C, on the loop
@@ -400,15 +415,17 @@ def _copy(state: ProducerState) -> ProducerState:
     return ProducerState.from_bytes(state.to_bytes(0))[1]
 
 
-def close_logs(partitions: Sequence[Partition]) -> list[BaseException | None]:
+def close_logs(partitions: Sequence[Partition], discard: bool = False) -> list[BaseException | None]:
     """Worker thread, after each one's `close`: close the partitions' files CLOSING_THREADS at
     once, and return each one's error (None once closed). On HDFS a partition's close seals
     its segment (two index files written and closed, then the log closed) and mostly waits
     for the NameNode (about half a second): one after another, a thousand partitions took
     about 25 minutes to stop, and deleting a bench's 60 partitions outlasted DeleteTopics'
-    two-minute timeout."""
+    two-minute timeout. With `discard` (their topic is being deleted) only each log's open
+    file is closed (discard_log): 5,000 partitions on HDFS went from about two minutes to
+    the figure in the commit adding it."""
     if not partitions:
         return []
     with ThreadPoolExecutor(min(CLOSING_THREADS, len(partitions)), "martlet-close") as closers:
-        futures = [closers.submit(partition.close_log) for partition in partitions]
+        futures = [closers.submit(partition.discard_log if discard else partition.close_log) for partition in partitions]
     return [future.exception() for future in futures]

@@ -332,3 +332,20 @@ def test_segment_jitter_rolls_each_partition_a_little_sooner():
     assert all(100 < waited <= 1010 for waited in rolls)
     assert len(set(rolls)) > 3  # spread out, not all at once
     assert rolls == [_roll_after_ms(f"t-{i}", 900) for i in range(10)]  # and the same on every open
+
+
+def test_discard_closes_the_active_file_and_writes_nothing_more(tmp_path):
+    """A log whose topic is being deleted: close() would seal the segment (two index files),
+    snapshot producer state and mark a clean shutdown, all to be deleted with the topic;
+    discard() only closes the open file, so the folder holds just what close() would add to."""
+    kept, discarded = LocalStore(str(tmp_path / "kept")), LocalStore(str(tmp_path / "discarded"))
+    closing, discarding = open_log(kept), open_log(discarded)
+    for log in (closing, discarding):
+        fill(log, 3)
+    before = sorted(discarded.list("topic-0"))
+    closing.close()
+    discarding.discard()
+    assert sorted(discarded.list("topic-0")) == before
+    assert set(kept.list("topic-0")) > set(before)  # what close() writes and discard() does not
+    with pytest.raises(AssertionError, match="closed log"):
+        discarding.append(*make_batch())
