@@ -78,7 +78,11 @@ class Scale:
     partition_topics: int = 100  # 10,000 partitions: topics x 100
     partitions_per_topic: int = 100
     spread_partitions: int = 5000  # partitions-5k-traffic: one topic, every partition written
-    spread_seconds: int = 60  # ... at one record a second each
+    spread_seconds: int = 60  # ... for this long
+    # ... at this many records a second each: "a little traffic". At 1 a second Kafka 4.4 on
+    # this machine fell behind until the producer's queue was full (its request threads spent
+    # 94 % of their time in the kernel); at 0.2 its acknowledgements took 25-29 s (p50).
+    spread_rate: float = 0.2
     warm_up_bytes: int = 300 * MB  # produced and read back, unmeasured, before round 1
 
 
@@ -147,13 +151,14 @@ def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict[str,
     future.result(timeout=timeout_s)
 
 
-def delete_topics(bootstrap: str, prefix: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def delete_topics(bootstrap: str, prefix: str, timeout_s: float = ADMIN_TIMEOUT_S) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap,
+                         "socket.timeout.ms": min(SOCKET_TIMEOUT_MS_MAX, max(60_000, int(timeout_s * 1000)))})
     names = [t for t in admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics if t.startswith(prefix)]
     if names:
-        for future in admin.delete_topics(names, request_timeout=ADMIN_TIMEOUT_S).values():
+        for future in admin.delete_topics(names, request_timeout=timeout_s, operation_timeout=timeout_s).values():
             try:
-                future.result(timeout=ADMIN_TIMEOUT_S)
+                future.result(timeout=timeout_s)
             except KafkaException as error:  # Kafka's metadata may still list a topic just deleted
                 if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise
@@ -425,9 +430,9 @@ def many_partitions(ctx: Context) -> dict[str, float]:
 
 
 def spread_traffic(ctx: Context) -> dict[str, float]:
-    """Every partition of a 5,000-partition topic active at once: a 1 KB record a second to
-    each (acks=all, linger.ms=5) for a minute; acknowledgement latency, the broker's CPU and
-    peak RSS. Any refused record fails the workload."""
+    """Every partition of a 5,000-partition topic active at once: a 1 KB record every five
+    seconds to each (`spread_rate`; acks=all, linger.ms=5) for a minute; acknowledgement
+    latency, the broker's CPU and peak RSS. Any refused record fails the workload."""
     topic = ctx.topic("spread")
     partitions = ctx.scale.spread_partitions
     started = time.perf_counter()
@@ -436,10 +441,11 @@ def spread_traffic(ctx: Context) -> dict[str, float]:
     try:
         with _probe(ctx) as probe:
             result = run_load({"role": "spread-produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
-                               "partitions": partitions, "rate": partitions, "seconds": ctx.scale.spread_seconds,
-                               "record_bytes": 1000, "config": {"acks": "all", "linger.ms": 5}})
+                               "partitions": partitions, "rate": round(partitions * ctx.scale.spread_rate),
+                               "seconds": ctx.scale.spread_seconds, "record_bytes": 1000,
+                               "config": {"acks": "all", "linger.ms": 5}})
     finally:
-        delete_topics(ctx.endpoint.bootstrap, topic)
+        delete_topics(ctx.endpoint.bootstrap, topic, timeout_s=SPREAD_CREATE_TIMEOUT_S)
     if result["failed"]:
         raise RuntimeError(f"{result['failed']} of {result['records']} records refused: {result['errors']}")
     samples = sorted(result["acked_us"])
