@@ -340,10 +340,8 @@ class Topics:
         return self._catalog.delete(name)
 
     def _open_changed(self, changes: CatalogChanges, closing: list[Partition]) -> list[tuple[TopicPartition, Partition]]:
-        for partition, error in zip(closing, close_logs(closing, discard=True), strict=True):
-            if isinstance(error, OSError):  # its files may be gone with the topic already
-                logger.info("closing %s of a deleted topic: %s", partition.path, error)
-            elif error is not None:
+        for error in close_logs(closing, discard=True):  # a file already gone with its topic is logged there
+            if error is not None:
                 raise error
         opened = []
         for topic in changes.created:

@@ -422,8 +422,8 @@ def close_logs(partitions: Sequence[Partition], discard: bool = False) -> list[B
     for the NameNode (about half a second): one after another, a thousand partitions took
     about 25 minutes to stop, and deleting a bench's 60 partitions outlasted DeleteTopics'
     two-minute timeout. With `discard` (their topic is being deleted) only each log's open
-    file is closed (discard_log): 5,000 partitions on HDFS went from about two minutes to
-    the figure in the commit adding it."""
+    file is closed (discard_log): 5,000 partitions on HDFS took 1.7 s instead of about two
+    minutes."""
     if not partitions:
         return []
     with ThreadPoolExecutor(min(CLOSING_THREADS, len(partitions)), "martlet-close") as closers:

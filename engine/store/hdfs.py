@@ -219,6 +219,7 @@ class HdfsAppendFile:
             self._writers.admit(self)  # waits while the DataNode's reservations are at the bound
         with self._lock:
             try:
+                assert not self._closed, "write after close"  # closed while admit() waited
                 writer = self._writer
                 if writer is None:
                     writer = self._writer = self._client.append(self._path)
