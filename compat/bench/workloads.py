@@ -144,16 +144,14 @@ def _result(spec: dict[str, Any], lines: list[str], returncode: int | None) -> d
 
 def create_topic(bootstrap: str, topic: str, partitions: int, configs: dict[str, str] | None = None,
                  timeout_s: float = ADMIN_TIMEOUT_S) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap,
-                         "socket.timeout.ms": min(SOCKET_TIMEOUT_MS_MAX, max(60_000, int(timeout_s * 1000)))})
+    admin = _admin(bootstrap, timeout_s)
     new = NewTopic(topic, partitions, 1, config=configs or {})
     future = admin.create_topics([new], request_timeout=timeout_s, operation_timeout=timeout_s)[topic]
     future.result(timeout=timeout_s)
 
 
 def delete_topics(bootstrap: str, prefix: str, timeout_s: float = ADMIN_TIMEOUT_S) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap,
-                         "socket.timeout.ms": min(SOCKET_TIMEOUT_MS_MAX, max(60_000, int(timeout_s * 1000)))})
+    admin = _admin(bootstrap, timeout_s)
     names = [t for t in admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics if t.startswith(prefix)]
     if names:
         for future in admin.delete_topics(names, request_timeout=timeout_s, operation_timeout=timeout_s).values():
@@ -162,6 +160,13 @@ def delete_topics(bootstrap: str, prefix: str, timeout_s: float = ADMIN_TIMEOUT_
             except KafkaException as error:  # Kafka's metadata may still list a topic just deleted
                 if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise
+
+
+def _admin(bootstrap: str, timeout_s: float) -> AdminClient:
+    """An AdminClient that keeps a request in flight for `timeout_s` (librdkafka's
+    socket.timeout.ms, at least its 60 s default and at most its 300 s)."""
+    return AdminClient({"bootstrap.servers": bootstrap,
+                        "socket.timeout.ms": min(SOCKET_TIMEOUT_MS_MAX, max(60_000, int(timeout_s * 1000)))})
 
 
 def _probe(ctx: Context) -> Probe:

@@ -213,13 +213,12 @@ class HdfsAppendFile:
 
     @_os_errors
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        assert not self._closed, "write after close"
         starts_block = self._starts_block(len(data))  # writes to one file come one at a time
         if starts_block and not self.fresh:
             self._writers.admit(self)  # waits while the DataNode's reservations are at the bound
         with self._lock:
             try:
-                assert not self._closed, "write after close"  # closed while admit() waited
+                assert not self._closed, "write after close"  # also if closed while admit() waited
                 writer = self._writer
                 if writer is None:
                     writer = self._writer = self._client.append(self._path)
