@@ -51,20 +51,26 @@ class StoreStats:
     latency: dict[str, LatencyHistogram] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     last_error: str | None = None  # the latest failure, "operation: message"
-    healthy: bool = True  # False from a failure until the next call that succeeds
+    failing: set[str] = field(default_factory=set)  # operations whose latest call failed
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def healthy(self) -> bool:
+        """False while some operation's latest call failed: a partition that keeps failing to
+        write stays unhealthy although its reopens (and other partitions' reads) succeed."""
+        return not self.failing
 
     def succeeded(self, operation: str, seconds: float) -> None:
         with self._lock:
             self._histogram(operation).observe(seconds)
-            self.healthy = True
+            self.failing.discard(operation)
 
     def failed(self, operation: str, seconds: float, error: BaseException) -> None:
         with self._lock:
             self._histogram(operation).observe(seconds)
             self.failures[operation] = self.failures.get(operation, 0) + 1
             self.last_error = f"{operation}: {error}"[:500]
-            self.healthy = False
+            self.failing.add(operation)
 
     def snapshot(self) -> tuple[dict[str, LatencyHistogram], dict[str, int]]:
         """Copies to read while calls go on."""

@@ -23,8 +23,14 @@ class Clock:
 
 
 class Broken(MemoryStore):
+    """Renames fail while `away`."""
+
+    away = True
+
     def rename(self, src: str, dst: str) -> None:
-        raise OSError("the NameNode is away")
+        if self.away:
+            raise OSError("the NameNode is away")
+        super().rename(src, dst)
 
 
 def test_calls_are_timed_by_operation() -> None:
@@ -43,15 +49,20 @@ def test_calls_are_timed_by_operation() -> None:
     assert failures == {} and stats.healthy and stats.last_error is None
 
 
-def test_failures_are_counted_and_a_later_success_is_healthy_again() -> None:
+def test_failures_are_counted_and_healthy_again_once_the_failed_operation_succeeds() -> None:
     stats = StoreStats()
-    store = timed_store(Broken(), stats)
+    broken = Broken()
+    store = timed_store(broken, stats)
     store.mkdir("d")
     with pytest.raises(OSError, match="away"):
         store.rename("d/a", "d/b")
     assert stats.snapshot()[1] == {"rename": 1}
     assert not stats.healthy and stats.last_error == "rename: the NameNode is away"
     assert store.list("d") == []
+    assert not stats.healthy  # other operations succeeding do not hide a failing one
+    broken.away = False
+    store.open_append("d/a").close()
+    store.rename("d/a", "d/b")
     assert stats.healthy and stats.last_error == "rename: the NameNode is away"  # the latest failure is kept
 
 
