@@ -136,7 +136,8 @@ class Collector:
         for operation in sorted(latency):
             failed.add_metric([operation], failures.get(operation, 0))
         yield from (calls, failed)
-        yield GaugeMetricFamily("martlet_store_healthy", "1 unless the latest call of some store operation failed", int(stats.healthy))
+        yield GaugeMetricFamily("martlet_store_healthy", "1 unless the latest call of some store operation failed",
+                                int(stats.healthy))
 
     def _groups(self) -> Iterator[Metric]:
         ctx = self.state.ctx
