@@ -60,19 +60,49 @@ def martlet_broker(store: str | None = None, config: str = "", name: str = "mart
     with tempfile.TemporaryDirectory(prefix="martlet-bench-") as folder:
         config_file = Path(folder) / "martlet.toml"
         config_file.write_text(config)
-        args = [*MARTLET_CMD, "serve", "--listen", "127.0.0.1:0",
+        log = Path(folder) / "martlet.log"
+        args = [*MARTLET_CMD, "serve", "--listen", "127.0.0.1:0", "--log-format", "json",
                 "--data-dir", f"{folder}/data", "--config", str(config_file),
                 *(["--store", store] if store else [])]
-        with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        with log.open("wb") as log_file, subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log_file) as proc:
             try:
                 assert proc.stdout is not None
                 line = proc.stdout.readline().decode().strip()
                 if not line.startswith("martlet listening on "):
-                    raise RuntimeError(f"martlet did not start: {line!r}")
+                    raise RuntimeError(f"martlet did not start: {line!r}; its log ends:\n{_tail(log)}")
                 yield Endpoint(name, line.rsplit(" ", 1)[-1], proc.pid)
             finally:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=START_TIMEOUT_S)
+                said = logged_trouble(log)
+                if said:
+                    print(f"martlet bench: {name} logged {said}", file=sys.stderr)
+
+
+def logged_trouble(log: Path, shown: int = 3) -> str:
+    """What a broker's JSON log holds at warning level or above: counts by level and the first
+    few distinct messages ("" when nothing), so a run whose broker struggled says so."""
+    counts: dict[str, int] = {}
+    first: list[str] = []
+    for raw in log.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue  # not a log line (a native library's own output)
+        level = entry.get("level") if isinstance(entry, dict) else None
+        if level not in ("warning", "error", "critical"):
+            continue
+        counts[level] = counts.get(level, 0) + 1
+        message = f"{level}: {entry.get('message', '')}"[:300]
+        if len(first) < shown and message not in first:
+            first.append(message)
+    if not counts:
+        return ""
+    return ", ".join(f"{n} {level} line{'s' * (n != 1)}" for level, n in counts.items()) + "; first:\n  " + "\n  ".join(first)
+
+
+def _tail(log: Path, lines: int = 20) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
 @contextlib.contextmanager

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from martlet.compat.bench import cli
-from martlet.compat.bench.runner import check, medians, ratios, report, to_json
+from martlet.compat.bench.runner import check, logged_trouble, medians, ratios, report, to_json
 from martlet.compat.bench.workloads import WORKLOADS, percentile, transaction_metrics
 
 
@@ -123,3 +124,21 @@ def test_transactional_produce_reports_throughput_and_commit_percentiles() -> No
 def test_commit_percentiles_are_better_lower_and_shown_in_the_report() -> None:
     text = report(rows([12.0], [6.0], "commit p99 ms", "produce-1k-txn"))
     assert "produce-1k-txn          commit p99 ms" in text and "2.00  lower" in text
+
+
+def test_a_brokers_warnings_and_errors_are_counted_with_the_first_distinct_ones(tmp_path: Path) -> None:
+    log = tmp_path / "martlet.log"
+    lines = [{"level": "info", "message": "martlet listening"},
+             {"level": "warning", "message": "t/0: persisting failed, retrying"},
+             {"level": "warning", "message": "t/0: persisting failed, retrying"},
+             {"level": "error", "message": "the store lost persisted data"},
+             {"level": "warning", "message": "t/1: persisting failed, retrying"},
+             {"level": "warning", "message": "t/2: persisting failed, retrying"}]
+    log.write_text("\n".join(json.dumps(line) for line in lines) + "\nthread panicked (not JSON)\n")
+    said = logged_trouble(log)
+    assert said.startswith("4 warning lines, 1 error line; first:")
+    assert said.splitlines()[1:] == ["  warning: t/0: persisting failed, retrying",
+                                     "  error: the store lost persisted data",
+                                     "  warning: t/1: persisting failed, retrying"]
+    log.write_text(json.dumps(lines[0]) + "\n")
+    assert logged_trouble(log) == ""
