@@ -61,7 +61,7 @@ def martlet_broker(store: str | None = None, config: str = "", name: str = "mart
         config_file = Path(folder) / "martlet.toml"
         config_file.write_text(config)
         log = Path(folder) / "martlet.log"
-        args = [*MARTLET_CMD, "serve", "--listen", "127.0.0.1:0", "--log-format", "json",
+        args = [*MARTLET_CMD, "serve", "--listen", "127.0.0.1:0", "--http", "off", "--log-format", "json",
                 "--data-dir", f"{folder}/data", "--config", str(config_file),
                 *(["--store", store] if store else [])]
         with log.open("wb") as log_file, subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log_file) as proc:
