@@ -84,6 +84,17 @@ def test_reference_differences_ignore_volatile_keys(fake: list[FakeDriver]) -> N
     assert different.cells[0].reason == "differs from the reference: seen: true vs false (reference)"
 
 
+def test_lanes_of_one_client_share_its_scenarios_each_run_once(monkeypatch: pytest.MonkeyPatch,
+                                                               fake: list[FakeDriver]) -> None:
+    monkeypatch.setitem(runner.LANES, "fake", 2)
+    names = ["passing", "failing", "crashing", "not_applicable"]
+    result = runner.run("h:1", ["fake"], names, reference="r:1")
+    assert [c.scenario for c in result.cells] == names  # in scenario order, one cell each
+    assert [c.status for c in result.cells] == [PASS, FAIL, FAIL, NOT_APPLICABLE]
+    assert len(fake) == 4 and all(driver.closed for driver in fake)  # two lanes per endpoint
+    assert sum(len(driver.deleted) for driver in fake) == 2  # "passing" ran once on each endpoint
+
+
 def test_an_unavailable_client_is_not_applicable_for_every_scenario(monkeypatch: pytest.MonkeyPatch,
                                                                      fake: list[FakeDriver]) -> None:
     monkeypatch.setattr(registry, "unavailable", lambda name: "java driver not built (test)")

@@ -36,6 +36,8 @@ final class AdminOps implements AutoCloseable {
     /** Admin calls give up after this (default.api.timeout.ms); get() waits a little longer. */
     static final int API_TIMEOUT_MS = 30_000;
     private static final long GET_TIMEOUT_MS = API_TIMEOUT_MS + 5_000;
+    /** ListOffsets gives up sooner than other calls (see listOffsets). */
+    private static final int LIST_OFFSETS_TIMEOUT_MS = 10_000;
 
     private final String bootstrap;
     private Admin admin;
@@ -187,7 +189,10 @@ final class AdminOps implements AutoCloseable {
         }
         Map<String, Object> out = new LinkedHashMap<>();
         try {
-            ListOffsetsOptions options = new ListOffsetsOptions(isolation(a.str("isolation", "read_uncommitted")));
+            // timeoutMs: a partition the topic lacks is retried until it runs out, as it would
+            // for the whole default.api.timeout.ms; an answer that comes takes milliseconds
+            ListOffsetsOptions options = new ListOffsetsOptions(isolation(a.str("isolation", "read_uncommitted")))
+                    .timeoutMs(LIST_OFFSETS_TIMEOUT_MS);
             ListOffsetsResultInfo info = get(admin().listOffsets(Map.of(tp, spec), options).partitionResult(tp));
             out.put("error", "NONE");
             out.put("offset", info.offset());
