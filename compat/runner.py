@@ -67,7 +67,7 @@ def _drop_topics(driver: Driver, ctx: Context) -> None:
 LANES = {"java": 2}  # lanes per client, one where not named
 
 
-def run_lane(bootstrap: str, client: str, names: "queue.SimpleQueue[str]", run_id: str,
+def run_lane(bootstrap: str, client: str, names: queue.SimpleQueue[str], run_id: str,
              progress: Callable[[str], None]) -> list[Cell]:
     """Takes scenarios from `names` (shared with the client's other lanes on this endpoint)
     until none are left, through one driver."""
@@ -94,7 +94,7 @@ def run_lane(bootstrap: str, client: str, names: "queue.SimpleQueue[str]", run_i
     return cells
 
 
-def _drain(names: "queue.SimpleQueue[str]") -> Iterator[str]:
+def _drain(names: queue.SimpleQueue[str]) -> Iterator[str]:
     while True:
         try:
             yield names.get_nowait()
