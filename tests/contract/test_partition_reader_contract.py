@@ -430,6 +430,10 @@ def test_offsets_deleted_by_the_broker_are_out_of_range(stores):
     assert reader.read(second, 100)
 
 
+COMPACTED_RECORDS = 24  # six of each of four keys, over five segments (each roll on HDFS closes four
+# files, about half a second each: 60 records took 36 s there)
+
+
 def test_reads_a_compacted_log_across_the_gaps_compaction_left(stores):
     """Compaction (engine/log/compaction.py) removes batches from sealed segments: the reader
     reads across the gaps there, and still refuses one in the last segment."""
@@ -437,7 +441,7 @@ def test_reads_a_compacted_log_across_the_gaps_compaction_left(stores):
     config = LogConfig(segment_bytes=400, index_interval_bytes=100, compacted=True, deletes=False,
                        min_cleanable_ratio=0.0)
     log = PartitionLog.open(broker, DIR, config, lambda: 1_000_000)
-    for number in range(60):
+    for number in range(COMPACTED_RECORDS):
         record = build_batch([NewRecord(b"k%d" % (number % 4), b"v%03d" % number, 1_000)])
         log.append(record, parse_header(record))
     log.flush()
@@ -453,7 +457,7 @@ def test_reads_a_compacted_log_across_the_gaps_compaction_left(stores):
         for at, header in iter_batches(data):
             got.update({r.offset: r.value for r in decode_records(data[at:at + header.size])})
             offset = header.next_offset
-    assert offset == end and len(got) < 60  # read to C, past the removed batches
+    assert offset == end and len(got) < COMPACTED_RECORDS  # read to C, past the removed batches
     for key in range(4):  # each key's latest value is there
-        last = max(n for n in range(60) if n % 4 == key)
+        last = max(n for n in range(COMPACTED_RECORDS) if n % 4 == key)
         assert got[last] == b"v%03d" % last
