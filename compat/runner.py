@@ -71,7 +71,6 @@ def run_lane(bootstrap: str, client: str, names: queue.SimpleQueue[str], run_id:
              progress: Callable[[str], None]) -> list[Cell]:
     """Takes scenarios from `names` (shared with the client's other lanes on this endpoint)
     until none are left, through one driver."""
-    cells = []
     why = registry.unavailable(client)
     if why is not None:
         return [Cell(name, client, NOT_APPLICABLE, why) for name in _drain(names)]
@@ -80,6 +79,7 @@ def run_lane(bootstrap: str, client: str, names: queue.SimpleQueue[str], run_id:
     except Exception as exc:
         return [Cell(name, client, FAIL, f"client did not start: {type(exc).__name__}: {exc}")
                 for name in _drain(names)]
+    cells = []
     try:
         for name in _drain(names):
             ctx = Context(bootstrap, f"compat-{run_id}-{client.replace('-', '')}")
@@ -92,6 +92,13 @@ def run_lane(bootstrap: str, client: str, names: queue.SimpleQueue[str], run_id:
         except Exception as exc:
             progress(f"{bootstrap} {client}: close failed: {exc!r}")
     return cells
+
+
+def _queue(names: list[str]) -> queue.SimpleQueue[str]:
+    pending: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for name in names:
+        pending.put(name)
+    return pending
 
 
 def _drain(names: queue.SimpleQueue[str]) -> Iterator[str]:
@@ -114,11 +121,7 @@ def run(bootstrap: str, clients: list[str], scenarios: list[str] | None = None, 
         raise ValueError(f"unknown scenarios: {', '.join(unknown)}")
     run_id = uuid.uuid4().hex[:6]
     endpoints = [bootstrap] + ([reference] if reference else [])
-    pending: dict[tuple[str, str], queue.SimpleQueue[str]] = {}
-    for lane in ((endpoint, client) for endpoint in endpoints for client in clients):
-        pending[lane] = queue.SimpleQueue()
-        for name in names:
-            pending[lane].put(name)
+    pending = {(endpoint, client): _queue(names) for endpoint in endpoints for client in clients}
     lanes = [lane for lane in pending for _ in range(LANES.get(lane[1], 1))]
     with ThreadPoolExecutor(max_workers=jobs or len(lanes), thread_name_prefix="compat-lane") as pool:
         futures = [(lane, pool.submit(run_lane, lane[0], lane[1], pending[lane], run_id, progress))
