@@ -7,9 +7,13 @@ segments are deleted only once everything in them lies below start), end moves u
 Time comes from the injected now_ms; nothing here reads the clock itself.
 """
 
+import functools
+import logging
+import threading
 import zlib
 from bisect import bisect_right
 from collections.abc import Callable
+from concurrent.futures import Future, wait
 
 from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, Buffer, parse_header, set_base_offset
 from ..errors import CorruptBatch, OffsetOutOfRange
@@ -25,6 +29,7 @@ from .segment import Segment
 from .txnindex import AbortedTxn
 
 SNAPSHOTS_KEPT = 2  # the newest plus one spare in case the newest is damaged
+logger = logging.getLogger(__name__)
 
 
 class PartitionLog:
@@ -44,6 +49,7 @@ class PartitionLog:
         self.producer_state = recovered.producer_state
         self._segments = recovered.segments
         self._closed = False
+        self._sealing: Future[None] | None = None  # the last roll's work left to a thread (_roll)
         self.cleaner_offset = read_cleaner_offset(store, path)  # compaction: where the dirty part starts
         self._active_since_ms = self._first_batch_ms()
         self._active.open_for_append()
@@ -159,13 +165,26 @@ class PartitionLog:
             return 0
         return zlib.crc32(f"{self.path}@{self._active.base_offset}".encode()) % jitter
 
-    def _roll(self, snapshot: bool = True) -> None:
-        """Seal the active segment (fsynced, so recovery may trust it) and start the next.
-        The producer snapshot at the boundary only spares a later recovery some replay."""
-        self._active.seal()
+    def _roll(self, snapshot: bool = True, later: bool = True) -> None:
+        """Seal the active segment and start the next. The sealed log is synced first, so
+        recovery may trust it from then on. The rest of sealing (indexes written, log closed)
+        and the producer snapshot at the boundary (which only spares a later recovery some
+        replay) are needed by no read: when the store's writes are slow and `later` allows,
+        they run on a thread of their own while appends go on in the new segment (on HDFS
+        they are four files the NameNode completes, each about half a second, see
+        ARCHITECTURE.md). One roll's work runs at a time, and whatever deletes or rewrites
+        segments waits for it first (_settle)."""
+        self._settle()
+        sealed = self._active
+        sealed.finish_time_index()
+        sealed.flush()
         base = self.end_offset
-        if snapshot:
-            self._write_producer_snapshot(base)
+        state = self.producer_state.to_bytes(base) if snapshot else None
+        work = functools.partial(self._finish_seal, sealed, base, state)
+        if later and self.store.slow_writes:
+            self._sealing = _in_background(work, sealed.log_path)
+        else:
+            work()
         segment = Segment(self.store, self.path, base, self.config)
         if not self.store.create_exclusive(segment.log_path):
             # Only another writer of this log makes a segment where ours would go: in a cluster,
@@ -183,11 +202,31 @@ class PartitionLog:
         the new owner does not know about. FileExistsError if the last owner rolled after this
         node listed the log: open it again (that segment is then recovered, and its writer fenced)."""
         if self._active.size_bytes:
-            self._roll(snapshot=False)  # a move waits for this: recovery replays from an older snapshot
+            # a move waits for this, sealing included; recovery replays from an older snapshot
+            self._roll(snapshot=False, later=False)
+
+    def _finish_seal(self, sealed: Segment, base: int, state: bytes | None) -> None:
+        """A roll's work after the sealed log is synced (_roll): in order, so a producer
+        snapshot at `base` exists only once the sealed segment's transaction index does
+        (recovery trusts the .txnindex files of segments below its snapshot)."""
+        sealed.save_indexes_and_close()
+        if state is not None:
+            self._save_producer_snapshot(base, state)
+
+    def _settle(self) -> None:
+        """Wait for the last roll's work left to a thread, and raise its error here: the
+        caller then fails as it would have had the roll done that work itself (a flush that
+        fails has its log abandoned and opened again). Bounded like any store call."""
+        sealing, self._sealing = self._sealing, None
+        if sealing is not None:
+            sealing.result()
 
     def _write_producer_snapshot(self, offset: int) -> None:
+        self._save_producer_snapshot(offset, self.producer_state.to_bytes(offset))
+
+    def _save_producer_snapshot(self, offset: int, state: bytes) -> None:
         path = offset_file(self.path, offset, PRODUCERS_SUFFIX)
-        write_atomically(self.store, path, self.producer_state.to_bytes(offset))
+        write_atomically(self.store, path, state)
         for old in offsets_with_suffix(self.store, self.path, PRODUCERS_SUFFIX)[:-SNAPSHOTS_KEPT]:
             self.store.delete(offset_file(self.path, old, PRODUCERS_SUFFIX))
 
@@ -274,6 +313,7 @@ class PartitionLog:
     def _move_start(self, offset: int) -> None:
         """Checkpoint first, then delete: a crash in between only leaves files that the next
         open deletes again."""
+        self._settle()  # the segment a roll is still sealing may be among those deleted
         self.start_offset = offset
         write_start_offset(self.store, self.path, offset)
         self._delete_segments_below_start()
@@ -292,6 +332,7 @@ class PartitionLog:
         """The pass a compacted log is due, None if none is (or the log is not compacted)."""
         if not self.config.compacted:
             return None
+        self._settle()  # a pass swaps files of sealed segments: none may still be being written
         return plan(self._segments, self.cleaner_offset, self.config, self.now_ms(),
                     self.producer_state.first_open_offset(),
                     Aborted(entry for segment in self._segments for entry in segment.aborted))
@@ -341,6 +382,9 @@ class PartitionLog:
         if self._closed:
             return
         self._closed = True
+        sealing, self._sealing = self._sealing, None
+        if sealing is not None:
+            wait([sealing])  # so no file of it appears after the topic's; its outcome no longer matters
         self._active.close()
 
     def close(self) -> None:
@@ -348,6 +392,7 @@ class PartitionLog:
         trusts the files after cheap checks instead of scanning the active segment."""
         if self._closed:
             return
+        self._settle()
         self._active.seal()
         self._write_producer_snapshot(self.end_offset)
         write_atomically(self.store, join(self.path, CLEAN_SHUTDOWN_FILE), b"")
@@ -371,3 +416,21 @@ def _same_content(a: BatchHeader, b: BatchHeader) -> bool:
     """Equal apart from base offset and leader epoch, which callers may patch into the bytes
     after parsing (both lie outside the CRC)."""
     return a._replace(base_offset=0, leader_epoch=0) == b._replace(base_offset=0, leader_epoch=0)
+
+
+def _in_background(work: Callable[[], None], path: str) -> Future[None]:
+    """Run `work` on a daemon thread of its own (a store call stuck in an outage must not keep
+    the process from exiting); its error is logged and kept for whoever waits."""
+    done: Future[None] = Future()
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as error:  # noqa: BLE001 - handed to whoever waits
+            logger.warning("sealing %s failed: %s", path, error)
+            done.set_exception(error)
+        else:
+            done.set_result(None)
+
+    threading.Thread(target=run, name="martlet-seal", daemon=True).start()
+    return done

@@ -110,8 +110,14 @@ class Segment:
     def seal(self) -> None:
         """Finish the time index, make the log durable, write the indexes whole and close
         the log."""
-        self._index_max_timestamp()
+        self.finish_time_index()
         self.flush()
+        self.save_indexes_and_close()
+
+    def save_indexes_and_close(self) -> None:
+        """The part of sealing after the log is durable: the indexes written whole, the log
+        closed. Each is a file the store completes (about half a second on HDFS); none is
+        needed to read the segment, which keeps its indexes in memory."""
         self.offset_index.save(self.store, self.index_path)
         self.time_index.save(self.store, self.time_index_path)
         self.save_aborted()
