@@ -175,17 +175,12 @@ class PartitionLog:
         ARCHITECTURE.md). One roll's work runs at a time, and whatever deletes or rewrites
         segments waits for it first (_settle)."""
         self._settle()
-        sealed = self._active
-        sealed.finish_time_index()
-        sealed.flush()
-        base = self.end_offset
-        state = self.producer_state.to_bytes(base) if snapshot else None
-        work = functools.partial(self._finish_seal, sealed, base, state)
+        work = self._start_sealing(snapshot)
         if self.store.slow_writes:
-            self._sealing = _in_background(work, sealed.log_path)
+            self._sealing = _in_background(work, f"sealing {self._active.log_path}")
         else:
             work()
-        segment = Segment(self.store, self.path, base, self.config)
+        segment = Segment(self.store, self.path, self.end_offset, self.config)
         if not self.store.create_exclusive(segment.log_path):
             # Only another writer of this log makes a segment where ours would go: in a cluster,
             # the partition's next owner (see start_own_segment). This writer is fenced.
@@ -207,13 +202,47 @@ class PartitionLog:
         if self._active.size_bytes:
             self._roll(snapshot=False)  # no snapshot: recovery replays from an older one
 
+    def _start_sealing(self, snapshot: bool) -> Callable[[], None]:
+        """Finish the active segment's time index and sync its log (recovery may trust it
+        from then on); returns the rest of sealing it (_finish_seal), with the producer state
+        at its end if `snapshot`."""
+        sealed, base = self._active, self.end_offset
+        sealed.finish_time_index()
+        sealed.flush()
+        state = self.producer_state.to_bytes(base) if snapshot else None
+        return functools.partial(self._finish_seal, sealed, base, state)
+
     def _finish_seal(self, sealed: Segment, base: int, state: bytes | None) -> None:
-        """A roll's work after the sealed log is synced (_roll): in order, so a producer
-        snapshot at `base` exists only once the sealed segment's transaction index does
-        (recovery trusts the .txnindex files of segments below its snapshot)."""
-        sealed.save_indexes_and_close()
+        """Sealing after the sealed log is synced (a roll, a close): its indexes, its close and
+        the producer snapshot at `base`, side by side when the store's writes are slow (on
+        HDFS each waits about half a second for the NameNode to complete its file). A snapshot
+        waits for a transaction index still to be written: recovery trusts the .txnindex
+        files of the segments below the snapshot it starts from."""
+        writes = sealed.finishing_writes()
+        snapshot: list[Callable[[], None]] = []
         if state is not None:
-            self._save_producer_snapshot(base, state)
+            snapshot.append(functools.partial(self._save_producer_snapshot, base, state))
+        if sealed.aborted_unsaved:
+            self._together(writes)
+            self._together(snapshot)
+        else:
+            self._together(writes + snapshot)
+
+    def _together(self, calls: list[Callable[[], None]]) -> None:
+        """Run `calls`, side by side on a store whose writes are slow; raise the first error
+        once all are done."""
+        if not self.store.slow_writes:
+            for call in calls:
+                call()
+            return
+        done = [_in_background(call) for call in calls[1:]]
+        try:
+            if calls:
+                calls[0]()
+        finally:
+            wait(done)
+        for future in done:
+            future.result()
 
     def _settle(self) -> None:
         """Wait for the last roll's work left to a thread, and raise its error here: the
@@ -222,9 +251,6 @@ class PartitionLog:
         sealing, self._sealing = self._sealing, None
         if sealing is not None:
             sealing.result()
-
-    def _write_producer_snapshot(self, offset: int) -> None:
-        self._save_producer_snapshot(offset, self.producer_state.to_bytes(offset))
 
     def _save_producer_snapshot(self, offset: int, state: bytes) -> None:
         path = offset_file(self.path, offset, PRODUCERS_SUFFIX)
@@ -395,8 +421,7 @@ class PartitionLog:
         if self._closed:
             return
         self._settle()
-        self._active.seal()
-        self._write_producer_snapshot(self.end_offset)
+        self._start_sealing(snapshot=True)()
         write_atomically(self.store, join(self.path, CLEAN_SHUTDOWN_FILE), b"")
         self._closed = True
 
@@ -420,16 +445,18 @@ def _same_content(a: BatchHeader, b: BatchHeader) -> bool:
     return a._replace(base_offset=0, leader_epoch=0) == b._replace(base_offset=0, leader_epoch=0)
 
 
-def _in_background(work: Callable[[], None], path: str) -> Future[None]:
+def _in_background(work: Callable[[], None], logged: str = "") -> Future[None]:
     """Run `work` on a daemon thread of its own (a store call stuck in an outage must not keep
-    the process from exiting); its error is logged and kept for whoever waits."""
+    the process from exiting); its error is kept for whoever waits, and logged as a failure
+    of `logged` when that names the work (nobody may wait for it: a log abandoned meanwhile)."""
     done: Future[None] = Future()
 
     def run() -> None:
         try:
             work()
         except BaseException as error:  # noqa: BLE001 - handed to whoever waits
-            logger.warning("sealing %s failed: %s", path, error)
+            if logged:
+                logger.warning("%s failed: %s", logged, error)
             done.set_exception(error)
         else:
             done.set_result(None)

@@ -42,7 +42,8 @@ Invariants:
   the headers, and trusts the file for those before it (txnindex.py).
 """
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 
 from ...records.header import HEADER_BYTES, MAGIC, MIN_BATCH_LENGTH, BatchHeader, Buffer, crc_ok, iter_batches, parse_header
 from ..errors import CorruptBatch
@@ -107,26 +108,24 @@ class Segment:
         """Index the segment's max timestamp, as sealing does (no more batches come)."""
         self._index_max_timestamp()
 
-    def seal(self) -> None:
-        """Finish the time index, make the log durable, write the indexes whole and close
-        the log."""
-        self.finish_time_index()
-        self.flush()
-        self.save_indexes_and_close()
+    def finishing_writes(self) -> list[Callable[[], None]]:
+        """What seals the segment once its log is durable and its time index finished:
+        the indexes written whole and the log closed, independent of each other (so they may
+        run side by side), each a file the store completes (about half a second on HDFS).
+        None is needed to read the segment, which keeps its indexes in memory."""
+        return [functools.partial(self.offset_index.save, self.store, self.index_path),
+                functools.partial(self.time_index.save, self.store, self.time_index_path),
+                self.save_aborted, self.close]
 
-    def save_indexes_and_close(self) -> None:
-        """The part of sealing after the log is durable: the indexes written whole, the log
-        closed. Each is a file the store completes (about half a second on HDFS); none is
-        needed to read the segment, which keeps its indexes in memory."""
-        self.offset_index.save(self.store, self.index_path)
-        self.time_index.save(self.store, self.time_index_path)
-        self.save_aborted()
-        self.close()
+    @property
+    def aborted_unsaved(self) -> bool:
+        """The .txnindex does not hold `aborted` yet (save_aborted has something to do)."""
+        return self.txn_saved != len(self.aborted)
 
     def save_aborted(self) -> None:
         """Make the .txnindex hold exactly `aborted`: written atomically, or deleted when there
         is none; nothing to do when it already does."""
-        if self.txn_saved == len(self.aborted):
+        if not self.aborted_unsaved:
             return
         if self.aborted:
             write_atomically(self.store, self.txn_index_path, to_bytes(self.aborted))
