@@ -9,7 +9,6 @@ Time comes from the injected now_ms; nothing here reads the clock itself.
 
 import functools
 import logging
-import threading
 import zlib
 from bisect import bisect_right
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, Buffer, parse_he
 from ..errors import CorruptBatch, OffsetOutOfRange
 from ..store import Store, join
 from ..store.atomic import write_atomically
+from ..store.background import in_background
 from .cleaner import Aborted
 from .compaction import Plan, Rewritten, discard, plan, read_cleaner_offset, swap, write_cleaner_offset
 from .config import LogConfig
@@ -177,7 +177,8 @@ class PartitionLog:
         self._settle()
         work = self._start_sealing(snapshot)
         if self.store.slow_writes:
-            self._sealing = _in_background(work, f"sealing {self._active.log_path}")
+            self._sealing = in_background(work, "martlet-seal")
+            self._sealing.add_done_callback(functools.partial(_log_failure, self._active.log_path))
         else:
             work()
         segment = Segment(self.store, self.path, self.end_offset, self.config)
@@ -235,7 +236,7 @@ class PartitionLog:
             for call in calls:
                 call()
             return
-        done = [_in_background(call) for call in calls[1:]]
+        done = [in_background(call, "martlet-seal") for call in calls[1:]]
         try:
             if calls:
                 calls[0]()
@@ -445,21 +446,9 @@ def _same_content(a: BatchHeader, b: BatchHeader) -> bool:
     return a._replace(base_offset=0, leader_epoch=0) == b._replace(base_offset=0, leader_epoch=0)
 
 
-def _in_background(work: Callable[[], None], logged: str = "") -> Future[None]:
-    """Run `work` on a daemon thread of its own (a store call stuck in an outage must not keep
-    the process from exiting); its error is kept for whoever waits, and logged as a failure
-    of `logged` when that names the work (nobody may wait for it: a log abandoned meanwhile)."""
-    done: Future[None] = Future()
 
-    def run() -> None:
-        try:
-            work()
-        except BaseException as error:  # noqa: BLE001 - handed to whoever waits
-            if logged:
-                logger.warning("%s failed: %s", logged, error)
-            done.set_exception(error)
-        else:
-            done.set_result(None)
-
-    threading.Thread(target=run, name="martlet-seal", daemon=True).start()
-    return done
+def _log_failure(what: str, done: Future[None]) -> None:
+    """A roll's background work failed: said at once, since nobody may wait for it (a log
+    abandoned meanwhile); whoever does wait gets the error too (_settle)."""
+    if not done.cancelled() and done.exception() is not None:
+        logger.warning("sealing %s failed: %s", what, done.exception())

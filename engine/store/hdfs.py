@@ -86,6 +86,7 @@ from typing import TypeVar, cast
 from hdfs_native import Client, FileReader, FileWriter, WriteOptions
 
 from ..clock import Clock, SystemClock
+from .background import in_background
 from .base import check_path
 
 COPY_CHUNK_BYTES = 8 << 20  # truncate copies in pieces of this size
@@ -161,23 +162,6 @@ def _read_range(reader: FileReader, offset: int, length: int, piece_bytes: int =
     if pending:
         pieces.append(b"".join(pending))
     return pieces
-
-
-def _in_background(call: Callable[[], None], name: str) -> concurrent.futures.Future[None]:
-    """Run `call` on a daemon thread of its own (not a pool's: the idle closers may be far
-    behind, and a close stuck in an HDFS outage must not keep the process from exiting)."""
-    done: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-    def run() -> None:
-        try:
-            call()
-        except BaseException as error:  # noqa: BLE001 - handed to whoever waits
-            done.set_exception(error)
-        else:
-            done.set_result(None)
-
-    threading.Thread(target=run, name=name, daemon=True).start()
-    return done
 
 
 class HdfsAppendFile:
@@ -491,7 +475,7 @@ class HdfsStore:
         """Release `own` on a thread of its own and return a reader as soon as one sees every
         byte written, without waiting out the rest of the close (see the module header)."""
         written = own.size  # every write was hsynced, and a write waits for the release
-        closing = _in_background(own.release, "martlet-hdfs-release")
+        closing = in_background(own.release, "martlet-hdfs-release")
         pause, longest = VISIBLE_POLL_S
         while not closing.done():
             reader = self._client.read(hdfs_path)
