@@ -114,8 +114,9 @@ class Segment:
         run side by side), each a file the store completes (about half a second on HDFS).
         None is needed to read the segment, which keeps its indexes in memory. The .txnindex
         is left out when it already holds `aborted` (no thread for a write with nothing to do)."""
-        writes = [functools.partial(self.offset_index.save, self.store, self.index_path),
-                  functools.partial(self.time_index.save, self.store, self.time_index_path)]
+        writes: list[Callable[[], None]] = [
+            functools.partial(self.offset_index.save, self.store, self.index_path),
+            functools.partial(self.time_index.save, self.store, self.time_index_path)]
         if self.aborted_unsaved:
             writes.append(self.save_aborted)
         return [*writes, self.close]
