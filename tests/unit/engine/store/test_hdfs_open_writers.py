@@ -5,9 +5,10 @@ has more than `fresh_most` reservations held at once, counting writers still clo
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
-from martlet.engine.clock import SystemClock
+from martlet.engine.clock import ManualClock, SystemClock
 from martlet.engine.store.hdfs import OpenWriters
 
 FRESH_MOST = 4
@@ -44,6 +45,8 @@ class SlowFile:
         self._reservations = reservations
         self._path = name
         self.fresh = False
+        self.last_used: float | None = None
+        self.mean_gap: float | None = None
         self.closed_once = threading.Event()
 
     def start_block(self) -> None:
@@ -78,3 +81,67 @@ def test_a_write_waits_for_a_close_to_return_not_only_to_start() -> None:
     second.start_block()  # waits for `first` to close: its reservation is gone by then
     assert not first.fresh and second.fresh
     assert reservations.held == 1 and reservations.most == 1
+
+
+class TakingTurns:
+    """Stands in for HdfsAppendFile in the choice of which writers close beyond `most`:
+    `write` notes whether the writer was open (a reopen on HDFS costs a NameNode call and a
+    new pipeline); `release` closes it at once."""
+
+    def __init__(self, writers: OpenWriters, name: str) -> None:
+        self._writers = writers
+        self._path = name
+        self.fresh = False
+        self.last_used: float | None = None
+        self.mean_gap: float | None = None
+        self.open = False
+
+    def write(self) -> bool:
+        """True if the writer was open."""
+        was_open, self.open = self.open, True
+        self._writers.used(self)  # type: ignore[arg-type]
+        return was_open
+
+    def release(self) -> None:
+        self.open = False
+        self._writers.gone(self)  # type: ignore[arg-type]
+
+
+def _settled(writers: OpenWriters) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while writers.count() > writers.most:
+        assert time.monotonic() < deadline, "writers beyond the bound were not closed"
+        time.sleep(0.001)
+
+
+def test_files_taking_turns_keep_most_writers_open() -> None:
+    # Flushes of more partitions than open writers come round in the same order: least
+    # recently used closed the next one due every time (no write found its writer open).
+    most, files_count, rounds = 20, 50, 8
+    clock = ManualClock()
+    writers = OpenWriters(most=most, idle_s=3600, clock=clock)
+    files = [TakingTurns(writers, f"p{i}") for i in range(files_count)]
+    open_writes = 0
+    for round_number in range(rounds):
+        for file in files:
+            clock.advance(10)
+            open_writes += file.write() and round_number > 0
+            _settled(writers)
+    assert open_writes >= (rounds - 1) * (most - 2)  # a steady set keeps its writers
+    assert writers.count() <= most
+
+
+def test_a_busy_file_keeps_its_writer_and_one_written_once_ages_out() -> None:
+    clock = ManualClock()
+    writers = OpenWriters(most=3, idle_s=3600, clock=clock)
+    busy, steady, once = (TakingTurns(writers, name) for name in ("busy", "steady", "once"))
+    once.write()
+    for step in range(100):  # busy every 10 ms, steady every 500 ms
+        clock.advance(10)
+        busy.write()
+        if step % 50 == 0:
+            steady.write()
+    newcomer = TakingTurns(writers, "newcomer")
+    newcomer.write()
+    _settled(writers)
+    assert busy.open and steady.open and newcomer.open and not once.open
