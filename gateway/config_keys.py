@@ -46,7 +46,7 @@ ENGINE_NOTES = {
     "read_threads": "reads from the store running at once",
     "drain_ms": "how long a graceful stop waits for everything to be persisted",
     "checkpoint_publish_ms": "how often each partition's C is published for outside readers",
-    "hdfs_writers_max": "HDFS files open for writing at most (DataNode pipelines); beyond it those expected to be written last close",
+    "hdfs_writers_max": "HDFS files open for writing at most (DataNode pipelines); beyond it those due to be written last close",
     "hdfs_writer_idle_ms": "an HDFS file not written for this long is closed; its next write reopens it",
 }
 HTTP_NOTES = {
