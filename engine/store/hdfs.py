@@ -185,7 +185,7 @@ class HdfsAppendFile:
         self._writers = writers
         self.block_bytes = block_bytes
         self.fresh = False  # the writer holds a block it started (the DataNode reserved a whole block)
-        self.last_used: float | None = None  # OpenWriters' clock, at the last write
+        self.last_used: float | None = None  # OpenWriters' clock, at the last write (or open)
         self.mean_gap: float | None = None  # between writes, averaged (OpenWriters keeps both)
         writers.used(self)
 
@@ -303,7 +303,7 @@ class OpenWriters:
         self._clock = clock
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a reservation ends
-        self._files: OrderedDict[HdfsAppendFile, float] = OrderedDict()  # least recently used first
+        self._files: OrderedDict[HdfsAppendFile, None] = OrderedDict()  # open, least recently used first
         self._fresh: OrderedDict[HdfsAppendFile, None] = OrderedDict()  # of those, holding a started block
         self._admitted: set[HdfsAppendFile] = set()  # about to start a block (admit() returned)
         self._closing_fresh = 0  # handed to the closers while holding a started block
@@ -345,7 +345,7 @@ class OpenWriters:
                 file.mean_gap = gap if file.mean_gap is None else (file.mean_gap + gap) / 2
             file.last_used = now
             self._admitted.discard(file)
-            self._files[file] = now
+            self._files[file] = None
             self._files.move_to_end(file)
             if file.fresh:
                 self._fresh[file] = None
@@ -385,16 +385,16 @@ class OpenWriters:
         now = self._clock.monotonic()
         with self._lock:
             chosen: list[tuple[HdfsAppendFile, bool]] = []
-            for file, used in self._files.items():  # least recently used first
-                if now - used < self.idle_s:
+            for file in self._files:  # least recently used first
+                if now - cast(float, file.last_used) < self.idle_s:
                     break
                 chosen.append((file, file in self._fresh))
             excess = len(self._files) - len(chosen) - self.most
             if excess > 0:
-                rest = itertools.islice(self._files.items(), len(chosen), None)
+                rest = itertools.islice(self._files, len(chosen), None)
                 batch = excess + int(self.most * CLOSE_BATCH_SHARE)
-                latest = heapq.nlargest(batch, rest, key=lambda item: _next_write_in(item[0], now - item[1]))
-                chosen += [(file, file in self._fresh) for file, _ in latest]
+                latest = heapq.nlargest(batch, rest, key=lambda file: _next_write_in(file, now))
+                chosen += [(file, file in self._fresh) for file in latest]
             for file, _ in chosen:
                 del self._files[file]
                 self._fresh.pop(file, None)
@@ -417,10 +417,11 @@ class OpenWriters:
                     self._room.notify_all()
 
 
-def _next_write_in(file: HdfsAppendFile, quiet_s: float) -> float:
-    """How soon `file`, last written `quiet_s` ago, is expected to be written again: one mean
-    gap after its last write; a file quiet for longer than that (or written once) has lost
-    its pace, and the longer it is quiet the later its next write is taken to be."""
+def _next_write_in(file: HdfsAppendFile, now: float) -> float:
+    """How soon an open `file` is expected to be written again: one mean gap after its last
+    write; a file quiet for longer than that (or written once) has lost its pace, and the
+    longer it is quiet the later its next write is taken to be."""
+    quiet_s = now - cast(float, file.last_used)
     gap = file.mean_gap
     return gap - quiet_s if gap is not None and quiet_s < gap else quiet_s
 
