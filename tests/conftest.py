@@ -3,6 +3,7 @@
 pytest_plugins = [
     "tests.fixtures.browser",
     "tests.fixtures.cluster",
+    "tests.fixtures.costs",
     "tests.fixtures.flink",
     "tests.fixtures.hdfs",
     "tests.fixtures.kafka_reference",
