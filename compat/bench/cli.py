@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .cluster import CLUSTER_WORKLOADS, QUICK_CLUSTER, ClusterPlan, ClusterScale, cluster_json, cluster_report, run_cluster
 from .runner import Plan, check, errors, kafka_broker, martlet_broker, report, run, to_json
-from .workloads import QUICK, WORKLOADS, Endpoint, Scale
+from .workloads import NEEDS, QUICK, WORKLOADS, Endpoint, Scale
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     known = list(CLUSTER_WORKLOADS if options.cluster else WORKLOADS)
     names = [n for n in (options.workloads or ",".join(known)).split(",") if n]
     unknown = [n for n in names if n not in known]
-    refused = _refused(options)
+    refused = _refused(options) or _out_of_order(names)
     if unknown or refused:
         print(f"martlet bench: unknown workload(s) {', '.join(unknown)}; choose from {', '.join(known)}"
               if unknown else f"martlet bench: {refused}", file=sys.stderr)
@@ -99,6 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"REGRESSION {failure}")
         return 1 if failures else 0
     return 1 if errors(rows) else 0
+
+
+def _out_of_order(names: list[str]) -> str | None:
+    """Why these workloads cannot run in this order (one reads what another writes), or None."""
+    for at, name in enumerate(names):
+        source = NEEDS.get(name)
+        if source is not None and source not in names[:at]:
+            return f"{name} reads back what {source} wrote in the round: list {source} before it in --workloads"
+    return None
 
 
 def _refused(options: argparse.Namespace) -> str | None:

@@ -328,7 +328,7 @@ CONSUMER = {"fetch.queue.backoff.ms": 10}
 
 def consume(ctx: Context) -> dict[str, float]:
     """Reads back what produce-acks1 wrote in this round, from the start."""
-    source = "produce-1k-acks1"
+    source = NEEDS["consume-1k"]
     if source not in ctx.produced:
         raise RuntimeError(f"consume needs {source} to run first in the round")
     _wait_readable(ctx.endpoint.bootstrap, ctx.topic(source), ctx.produced[source])
@@ -486,6 +486,7 @@ def warm_up(ctx: Context) -> None:
 
 
 LATE = {"partitions-10k", "partitions-5k-traffic"}  # run after every round of the others (see runner.run)
+NEEDS = {"consume-1k": "produce-1k-acks1"}  # reads what that one wrote earlier in the same round
 
 
 def cleanup(ctx: Context) -> None:

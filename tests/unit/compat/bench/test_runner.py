@@ -103,6 +103,13 @@ def test_cli_refuses_an_unknown_workload(capsys: pytest.CaptureFixture[str]) -> 
     assert "nonsense" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("workloads", ["consume-1k", "consume-1k,produce-1k-acks1", "produce-1k-acksall,consume-1k"])
+def test_cli_refuses_consume_without_the_produce_it_reads_back_before_it(
+        workloads: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--workloads", workloads]) == 2  # at once, not after every other workload ran
+    assert "list produce-1k-acks1 before it" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("flag", [["--hdfs"], ["--martlet-config", "martlet.toml"]])
 def test_cli_refuses_options_for_brokers_it_does_not_start_with_bootstrap(
         flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
