@@ -39,6 +39,7 @@ from .stats import LatencyHistogram, StoreStats
 from .store.base import Store, location
 from .store.local import LocalStore
 from .store.timed import TimedStore
+from .store.workers import STUCK, StuckCalls
 from .stored import partition_reader, stored_topic, stored_topics
 from .topics import Topics
 from .transactions.service import Answer as TxnAnswer
@@ -53,6 +54,11 @@ if TYPE_CHECKING:
 def timed_store(store: Store, stats: StoreStats) -> Store:
     """`store` with every call's latency and failures counted in `stats` (engine/store/timed.py)."""
     return TimedStore(store, stats)
+
+
+def stuck_calls() -> StuckCalls:
+    """Store calls abandoned past their deadline, over the process (engine/store/workers.py)."""
+    return STUCK
 
 
 def memory_use(engine: Engine) -> tuple[int, int]:
@@ -96,6 +102,6 @@ __all__ = [
     "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
     "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "RemoteMarkers", "Transactions", "TxnAnswer", "TxnError",
     "TxnMetadata", "TxnState", "admin", "cluster_member", "errors",
-    "LatencyHistogram", "StoreStats", "timed_store",
+    "LatencyHistogram", "StoreStats", "StuckCalls", "stuck_calls", "timed_store",
     "hdfs_store", "memory_use", "partition_reader", "store_location", "stored_topic", "stored_topics",
 ]

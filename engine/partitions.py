@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -27,10 +28,14 @@ from .log.producers import ActiveProducer
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
 from .partition.persister import Persister
-from .partition.workers import Workers
+from .store.workers import Workers
 from .types import TopicPartition
 
 T = TypeVar("T")
+# Deadlines of the store calls made on the reader threads (engine/store/workers.py).
+READ_S = 30.0  # a read of stored batches, a lookup by time (a few store reads)
+RETENTION_S = 300.0  # one retention pass over every partition here (deletes of whole segments)
+COMPACTION_S = 3600.0  # one compaction pass (rewrites segments of every compacted log here)
 
 
 class Durability(enum.Enum):
@@ -290,7 +295,7 @@ class Partitions:
 
     async def apply_retention(self) -> int:
         """Delete the segments retention condemns, on a reader thread; returns how many."""
-        return await self._off_loop(self._apply_retention_now)
+        return await self._off_loop(self._apply_retention_now, deadline_s=RETENTION_S)
 
     def _apply_retention_now(self) -> int:
         """Reader thread."""
@@ -301,7 +306,7 @@ class Partitions:
         each mapping keys in at most `map_bytes`; returns how many segments were rewritten. A
         partition whose log changed forgets the persisted batches it held in memory, so reads
         go to the compacted segments."""
-        cleaned = await self._off_loop(self._compact_now, map_bytes)
+        cleaned = await self._off_loop(self._compact_now, map_bytes, deadline_s=COMPACTION_S)
         for partition in cleaned:
             self.pool.drop(partition.tail)
         return sum(cleaned.values())
@@ -314,8 +319,10 @@ class Partitions:
     def shutdown(self) -> None:
         self._readers.shutdown()
 
-    async def _off_loop(self, call: Callable[..., T], *args: object) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._readers, call, *args)
+    async def _off_loop(self, call: Callable[..., T], *args: object, deadline_s: float = READ_S) -> T:
+        """Run a store call on a reader thread; StoreTimeout past `deadline_s` (engine/store/workers.py)."""
+        return await asyncio.wrap_future(self._readers.call(functools.partial(call, *args),
+                                                            getattr(call, "__name__", "a read"), deadline_s))
 
     def _get(self, tp: TopicPartition) -> Partition:
         """The open partition; only partitions this node serves are open (the topics service

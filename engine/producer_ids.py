@@ -23,10 +23,12 @@ import asyncio
 
 from .store.atomic import read_whole
 from .store.base import Store
+from .store.workers import Workers
 
 BLOCK = 1000
 BLOCKS_DIR = "producer-id-blocks"
 LEGACY_PATH = "producer-ids"
+CLAIM_S = 30.0  # deadline of claiming a block (a few NameNode calls)
 CLAIM_ATTEMPTS_MAX = 1000  # a claim that loses this many races in a row is a bug, not contention
 
 
@@ -37,11 +39,13 @@ class ProducerIds:
         self._block_end = 0
         self._last_block = -1
         self._claiming = asyncio.Lock()
+        self._claims = Workers(1, "martlet-producer-ids")
 
     async def allocate(self) -> int:
         async with self._claiming:
             if self._next >= self._block_end:
-                block = await asyncio.get_running_loop().run_in_executor(None, self._claim_block)
+                block = await asyncio.wrap_future(self._claims.call(self._claim_block, "a producer-id block's claim",
+                                                                    CLAIM_S))
                 self._last_block = block
                 self._next, self._block_end = block * BLOCK, (block + 1) * BLOCK
         allocated = self._next

@@ -21,13 +21,13 @@ from .ownership import Ownership
 from .partition.memory import MemoryPool
 from .partition.partition import close_logs
 from .partition.persister import FlushLimits, Persister
-from .partition.workers import Workers
 from .partitions import Partitions
 from .producer_ids import ProducerIds
 from .settings import EngineSettings
 from .store.atomic import read_whole, write_atomically
 from .store.base import Store
 from .store.cache import CachedStore
+from .store.workers import Workers
 from .topics import PartitionOpener, Topics
 from .transactions.coordinator import TIMEOUT_MS_MAX
 from .transactions.service import Transactions

@@ -26,9 +26,9 @@ from .errors import EngineError, InvalidPartitionCount, TopicExists
 from .log.config import LogConfig
 from .partition.memory import MemoryPool
 from .partition.partition import Partition, close_logs
-from .partition.workers import Workers
 from .partitions import Partitions
 from .store.base import Store
+from .store.workers import Workers
 from .types import TopicPartition
 
 T = TypeVar("T")
@@ -65,6 +65,11 @@ class PartitionOpener:
 logger = logging.getLogger(__name__)
 LOADERS = 64  # partitions opened at once (created, grown, or moved here): each mostly waits for the store
 TOPIC_LOCK_S = 30.0  # longest a topic change waits for another node's
+# Deadlines of the store work (engine/store/workers.py): opening one partition (lease
+# recovery on HDFS waits up to 120 s), and one catalog change, which opens its new partitions
+# (10,000 at most, LOADERS at a time: 5,000 took 34 s on the reference HDFS).
+LOAD_S = 300.0
+ADMIN_S = 600.0
 
 
 class SharedCatalog(Protocol):
@@ -95,8 +100,8 @@ class Topics:
         self.dynamic_changes: Callable[[Dynamic], Overrides] | None = None
         self._opener = opener
         self._cluster = cluster
-        self._admin = Workers(1, "martlet-admin")
-        self._loaders = Workers(LOADERS, "martlet-load")  # partitions created, grown or moved here
+        self._admin = Workers(1, "martlet-admin", deadline_s=ADMIN_S)
+        self._loaders = Workers(LOADERS, "martlet-load", deadline_s=LOAD_S)  # partitions created, grown or moved here
         self.shared: SharedCatalog | None = None  # set in a cluster: changes then take its lock
         self._node_change = asyncio.Lock()  # one change at a time here: the cluster's lock is one object per node
         self._recording: dict[str, asyncio.Task[None]] = {}  # topic -> its split points being recorded

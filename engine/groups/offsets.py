@@ -393,10 +393,28 @@ class OffsetStore:
             # The store failed the write (an HDFS writer whose pipeline failed is abandoned and
             # takes no more writes): drop this log, so the next append reopens it, which cuts
             # anything half written, as a partition's log is reopened after a failed flush.
-            self._log = None
-            log.abandon()
+            self._drop_log(log)
             raise
         return log.size_bytes()
+
+    @property
+    def log_open(self) -> bool:
+        """The log side holds an open log (its next append needs no open, and so no lease
+        recovery)."""
+        return self._log is not None
+
+    def abandon_log(self) -> None:
+        """Give up on the log a stuck store call holds (any thread; takes no lock): nothing
+        is written or closed, and the next use of the log side opens it again, which
+        recovers it as the store kept it (on HDFS, lease recovery fences the stuck writer)."""
+        log = self._log
+        if log is not None:
+            self._drop_log(log)
+
+    def _drop_log(self, log: PartitionLog) -> None:
+        if self._log is log:  # a stuck call failing late must not drop the log opened after it
+            self._log = None
+        log.abandon()
 
     def rewrite(self, state: LiveState) -> int:
         """Replace the log by one holding `state` (steps in the module docstring), which must

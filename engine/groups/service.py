@@ -17,7 +17,21 @@ the groups' worker thread (shards.py, writer.py) and awaited, so the methods tha
 coroutines (`join`, `sync`, `leave`, `consumer_heartbeat`, `tick`, `commit`,
 `delete_offsets`, `delete`, `expire_offsets`, `close`); the readers (`committed`,
 `describe`, `list`, the validations, the classic `heartbeat`) answer from memory at once.
-A call's replies go out once its records are written (`_record_touched`).
+A call's replies go out once its records are written (`_record_touched`), or RECORD_WAIT_S
+after they were queued, or at once while the store is stalled (writer.py).
+
+Membership records are memory-first when the store does not answer; committed offsets never
+are. A group's record only lets a coordinator that opens the shard later (after a restart or a
+move) resume the group without a rebalance: so during a store outage (HDFS down or frozen)
+groups go on in memory: members keep their assignments, heartbeats are answered from memory,
+joins and syncs complete (new groups form), and their records are written once the store is
+back. What a crash during the outage loses is those records only: the next coordinator
+resumes each group from its last record written, and members it does not know (or know at an
+older generation) are told UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION and rejoin: one rebalance,
+no offsets lost. A commit, though, is answered success only once written (Kafka's rule): in an
+outage it is answered COORDINATOR_NOT_AVAILABLE within 5 s (gateway/handlers/group_offsets.py)
+and clients retry it, so a crash loses no acknowledged commit. Transactional offsets and
+transaction records are never memory-only either.
 
 Besides writer.py, this module is the only group code that knows asyncio. A timer task calls
 both machines' `tick` at their next deadline (at least every `TICK_MS_MAX`), and every call
@@ -29,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -62,6 +77,7 @@ from .types import (
 )
 
 TICK_MS_MAX = 1000
+RECORD_WAIT_S = 5.0  # the longest a reply waits for its group records (Kafka's offsets.commit.timeout.ms)
 logger = logging.getLogger(__name__)
 
 
@@ -191,9 +207,11 @@ class Groups:
         so each log holds them in the order the machines made them.
 
         A store error is logged, not raised: the machines' state has moved on and their
-        replies must still go out (a JoinGroup waiter would hang otherwise). The groups not
-        written are tried again after the next call; a restart before that resumes them
-        from their previous record, which costs a rebalance, as before records existed."""
+        replies must still go out (a JoinGroup waiter would hang otherwise). Nor does a reply
+        wait for a store that does not answer: RECORD_WAIT_S at most, and not at all while
+        the writer is stalled. The groups not written are tried again after the next call or
+        tick; a restart before that resumes them from their previous record, which costs a
+        rebalance, as before records existed."""
         await self._written(self._queue_records())
 
     def _queue_records(self) -> list[tuple[str, Awaitable[None]]]:
@@ -203,17 +221,21 @@ class Groups:
         return [(group_id, written) for group_id in due if (written := self._record(group_id)) is not None]
 
     async def _written(self, queued: list[tuple[str, Awaitable[None]]]) -> None:
-        """Wait for every change queued so far; note the records that failed, to retry."""
-        await self.offsets.wait_written()
-        errors = []
+        """Wait for every change queued so far, RECORD_WAIT_S at most and not at all while
+        the store is stalled (a record is memory-first then: see the header); a record that
+        fails is noted, to queue again with the next call or tick."""
         for group_id, written in queued:
-            try:
-                await written
-            except OSError as error:
-                self._unrecorded.add(group_id)
-                errors.append(error)
-        if errors:
-            logger.warning("group records of %d groups not written yet: %s", len(self._unrecorded), errors[0])
+            asyncio.ensure_future(written).add_done_callback(functools.partial(self._recorded, group_id))
+        if not self.offsets.stalled:
+            await self.offsets.wait_written(RECORD_WAIT_S)
+
+    def _recorded(self, group_id: str, written: asyncio.Future[None]) -> None:
+        error = None if written.cancelled() else written.exception()
+        if error is None:
+            return
+        if not self._unrecorded:
+            logger.warning("group records not written, kept to write again with the next change: %s", error)
+        self._unrecorded.add(group_id)
 
     def _record(self, group_id: str) -> Awaitable[None] | None:
         """Queue the group's current record, unless its log already ends with it."""

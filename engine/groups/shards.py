@@ -189,9 +189,15 @@ class OffsetShards:
         record = shard.membership_change(change, self._writer.pending(change.group_id))
         return None if record is None else self._writer.submit(shard, record)
 
-    async def wait_written(self) -> None:
-        """Until every change queued so far is written and applied (or failed)."""
-        await self._writer.wait_written()
+    async def wait_written(self, timeout_s: float | None = None) -> bool:
+        """Until every change queued so far is written and applied (or failed), or
+        `timeout_s` passed; True if all had."""
+        return await self._writer.wait_written(timeout_s)
+
+    @property
+    def stalled(self) -> bool:
+        """The store has not taken a queued change for a while (writer.STALLED_S)."""
+        return self._writer.stalled
 
     def holds(self, number: int) -> bool:
         return number in self._shards
@@ -217,7 +223,7 @@ class OffsetShards:
         # Closed beside the writer's thread, not on it: a shard's close on HDFS takes about
         # 0.4 s (the NameNode completing its files), and a node handing over its 25 shards one
         # after another on that thread took 10 s to stop.
-        await asyncio.get_running_loop().run_in_executor(None, shard.close)
+        await self._writer.close_log(shard)
         return sorted(set(groups))
 
     async def close(self) -> None:

@@ -19,6 +19,16 @@ the error. The changes queued after it go on: each is a whole batch and none dep
 bytes of another. A waiter that stops waiting (its task cancelled) does not cancel its write,
 which is applied when it returns like any other.
 
+Every job has a deadline (engine/store/workers.py): WRITE_S for an append to an open log,
+OPEN_S when the job must open the log first (on HDFS that may wait for lease recovery). A job
+past it fails like a failed append (its waiter gets StoreTimeout, an OSError), the shard's log
+is abandoned before anything else runs (`OffsetStore.abandon_log`: the next job reopens it,
+and lease recovery fences the stuck writer, so a late write can never land after a later
+one), and a fresh thread takes the queue on. While the store does not answer, the queue is
+*stalled* (its head has waited more than STALLED_S): new changes are then refused at once
+(their awaitables raise StoreTimeout) instead of piling up behind it, and the groups service
+does not wait for membership records (service.py). QUEUED_MAX bounds the queue all the same.
+
 Compaction runs on the same thread, queued like a write. Its snapshot is taken on the loop
 when it is queued: a copy of the applied state, plus the shard's writes queued ahead of it.
 By the time the thread reaches the compaction those writes have run; it applies the ones that
@@ -30,19 +40,25 @@ snapshot is lost when the old log is swapped out. One compaction per shard is qu
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TypeVar
 
 from ...records.header import BatchHeader
-from ..partition.workers import Workers
+from ..store.workers import StoreTimeout, Workers
 from .offsets import LiveState, OffsetStore
 from .records import Change, owner_of
 
 T = TypeVar("T")
 CLOSERS = 8  # shards' logs closed at once when the node stops
+WRITE_S = 10.0  # deadline of an append to an open log (an hsync takes milliseconds)
+OPEN_S = 150.0  # deadline of a job that opens the log first (HDFS lease recovery takes up to 120 s)
+CLOSE_S = 30.0  # deadline of closing the logs at a stop or a shard's hand-over
+STALLED_S = 5.0  # the queue's head waiting this long: the store is not answering (Kafka's offsets.commit.timeout.ms)
+QUEUED_MAX = 10_000  # changes queued at most
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +70,19 @@ class _Job:
     def __init__(self, shard: OffsetStore, settled: asyncio.Future[None]) -> None:
         self.shard = shard
         self.settled = settled
+        self.queued_at = settled.get_loop().time()
         self.log_bytes = 0  # the log's size after the job
         self.error: BaseException | None = None
         self.ran = False
+
+    def take(self, outcome: Future[int]) -> None:
+        """The job's outcome (on whichever thread ended it: its worker or the watchdog)."""
+        error = outcome.exception()
+        if error is None:
+            self.log_bytes = outcome.result()
+        else:
+            self.error = error
+        self.ran = True
 
 
 class _Write(_Job):
@@ -79,6 +105,7 @@ class _Compaction(_Job):
 class OffsetWriter:
     def __init__(self) -> None:
         self._thread = Workers(1, "martlet-groups")
+        self._closers = Workers(CLOSERS, "martlet-offsets-close")
         self._queue: deque[_Job] = deque()  # queued and not yet settled, in queue order
         self._pending: dict[tuple[str, str], deque[_Write]] = {}  # the same writes, by owner (records.owner_of)
         self._compacting: set[OffsetStore] = set()
@@ -92,20 +119,52 @@ class OffsetWriter:
         assert not self._closed, "the offsets writer is closed"
         loop = asyncio.get_running_loop()
         batch, header = shard.encode(change)
+        refused = self._refusal()
+        if refused is not None:
+            failed = loop.create_future()
+            failed.set_exception(refused)
+            return failed
         write = _Write(shard, change, batch, header, loop.create_future())
         self._queue.append(write)
         self._pending.setdefault(owner_of(change), deque()).append(write)
-        self._thread.submit(self._append, write, loop)
+        self._on_thread(write, functools.partial(_append, write), loop)
         return asyncio.shield(write.settled)
+
+    @property
+    def stalled(self) -> bool:
+        """The store has not answered the head of the queue for STALLED_S."""
+        return bool(self._queue) and asyncio.get_running_loop().time() - self._queue[0].queued_at > STALLED_S
+
+    def _refusal(self) -> StoreTimeout | None:
+        if self.stalled:
+            waited = asyncio.get_running_loop().time() - self._queue[0].queued_at
+            return StoreTimeout(f"the store has not taken a group change for {waited:.0f} s")
+        if len(self._queue) >= QUEUED_MAX:
+            return StoreTimeout(f"{len(self._queue)} group changes wait for the store")
+        return None
+
+    def _on_thread(self, job: _Job, call: Callable[[], int], loop: asyncio.AbstractEventLoop) -> None:
+        """Queue `call` for the thread with the job's deadline; its outcome settles the job."""
+        deadline_s = WRITE_S if job.shard.log_open else OPEN_S
+        outcome = self._thread.call(call, "an offsets shard's write", deadline_s, abandoned=job.shard.abandon_log)
+
+        def ended(_: Future[int]) -> None:
+            job.take(outcome)
+            loop.call_soon_threadsafe(self._settle)
+
+        outcome.add_done_callback(ended)
 
     def pending(self, group_id: str) -> list[Change]:
         """The group's changes queued and not yet applied, oldest first."""
         return [write.change for write in self._pending.get(("group", group_id), ())]
 
-    async def wait_written(self) -> None:
-        """Until every job queued so far has settled, whatever its outcome."""
-        if self._queue:
-            await asyncio.wait([self._queue[-1].settled])
+    async def wait_written(self, timeout_s: float | None = None) -> bool:
+        """Until every job queued so far has settled, whatever its outcome, or `timeout_s`
+        passed (None: no bound; each job has a deadline); True if all had settled."""
+        if not self._queue:
+            return True
+        done, _ = await asyncio.wait([self._queue[-1].settled], timeout=timeout_s)
+        return bool(done)
 
     async def wait_idle(self, shard: OffsetStore) -> None:
         """Until no queued job names `shard` (a settling write may queue its compaction)."""
@@ -115,7 +174,18 @@ class OffsetWriter:
     async def run(self, call: Callable[..., T], *args: object) -> T:
         """Run a store call on the writer's thread, after everything queued before it."""
         await self.wait_written()
-        return await asyncio.get_running_loop().run_in_executor(self._thread, call, *args)
+        return await asyncio.wrap_future(self._thread.call(functools.partial(call, *args), "an offsets shard's open",
+                                                           OPEN_S))
+
+    async def close_log(self, shard: OffsetStore) -> None:
+        """Close one shard's log beside the writer's thread (a close on HDFS takes about 0.4 s);
+        past CLOSE_S the log is abandoned instead, and its next owner recovers it."""
+        closing = self._closers.call(shard.close, "an offsets shard's close", CLOSE_S, abandoned=shard.abandon_log)
+        try:
+            await asyncio.wrap_future(closing)
+        except OSError as error:  # the next owner recovers the log as the store kept it
+            shard.abandon_log()
+            logger.warning("closing an offsets shard failed, its log is left to its next owner: %s", error)
 
     async def close(self, shards: list[OffsetStore]) -> None:
         """Let the queued jobs finish, then close the logs on the thread and stop it. Once:
@@ -124,9 +194,13 @@ class OffsetWriter:
             return
         self._closed = True
         try:
-            await asyncio.get_running_loop().run_in_executor(self._thread, _close_all, shards)
+            await self.wait_written()
+            closing = [self._closers.call(shard.close, "an offsets shard's close", CLOSE_S,
+                                          abandoned=shard.abandon_log) for shard in shards]
+            await asyncio.gather(*(asyncio.wrap_future(closed) for closed in closing))
         finally:
             self._thread.shutdown()
+            self._closers.shutdown()
 
     def _settle(self) -> None:
         """Take in the results at the head of the queue, in queue order."""
@@ -158,7 +232,7 @@ class OffsetWriter:
         compaction = _Compaction(shard, shard.snapshot(), ahead, loop.create_future())
         self._compacting.add(shard)
         self._queue.append(compaction)
-        self._thread.submit(self._compact, compaction, loop)
+        self._on_thread(compaction, functools.partial(_compact, compaction), loop)
 
     def _settle_compaction(self, compaction: _Compaction) -> None:
         self._compacting.discard(compaction.shard)
@@ -168,36 +242,21 @@ class OffsetWriter:
             logger.warning("compaction of an offsets shard failed: %r", compaction.error)
         _resolve(compaction.settled, None)
 
-    # -- worker thread
-
-    def _append(self, write: _Write, loop: asyncio.AbstractEventLoop) -> None:
-        try:
-            write.log_bytes = write.shard.append(write.batch, write.header)
-        except BaseException as error:  # noqa: BLE001 - handed to the waiter
-            write.error = error
-        write.ran = True
-        loop.call_soon_threadsafe(self._settle)
-
-    def _compact(self, compaction: _Compaction, loop: asyncio.AbstractEventLoop) -> None:
-        try:
-            state = compaction.state
-            for write in compaction.ahead:
-                assert write.ran, "a write queued before the compaction has run before it"
-                if write.error is None:
-                    state.apply(write.change)
-            compaction.log_bytes = compaction.shard.rewrite(state)
-        except BaseException as error:  # noqa: BLE001 - logged on the loop
-            compaction.error = error
-        compaction.ran = True
-        loop.call_soon_threadsafe(self._settle)
 
 
-def _close_all(shards: list[OffsetStore]) -> None:
-    """Close the shards' logs side by side (each close on HDFS waits about 0.4 s for the
-    NameNode): the writer's thread has run every queued job, and nothing writes them now."""
-    with ThreadPoolExecutor(CLOSERS, "martlet-offsets-close") as closers:
-        for closed in [closers.submit(shard.close) for shard in shards]:
-            closed.result()
+def _append(write: _Write) -> int:
+    """Worker thread: the log's size after the append."""
+    return write.shard.append(write.batch, write.header)
+
+
+def _compact(compaction: _Compaction) -> int:
+    """Worker thread: rewrite the shard's log from the snapshot; the new log's size."""
+    state = compaction.state
+    for write in compaction.ahead:
+        assert write.ran, "a write queued before the compaction has run before it"
+        if write.error is None:
+            state.apply(write.change)
+    return compaction.shard.rewrite(state)
 
 
 def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:

@@ -40,16 +40,18 @@ Every timer comes from the injected clock (engine/clock.py), so tests drive them
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from ...records.header import BatchHeader
 from ..clock import Clock, Timer
 from ..errors import Fenced
+from ..store.workers import Workers
 from .partition import Partition
-from .workers import Workers
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +92,7 @@ class Persister:
         self._timer: Timer | None = None
         self._timer_urgent = False
         self._jobs: dict[object, list[Partition]] = {}  # token -> partitions in that job
+        self._running: dict[object, Future[Any]] = {}  # token -> that job on its pool
         self._retry_ms: dict[Partition, int] = {}
         self._unpublished: dict[Partition, None] = {}  # C moved since the last publish
         self._publish_timer: Timer | None = None
@@ -196,9 +199,10 @@ class Persister:
 
         def done(future: asyncio.Future[Any]) -> None:
             watchdog.cancel()
+            self._running.pop(token, None)
+            error = future.exception()
             if self._jobs.pop(token, None) is None:
                 return  # abandoned as stuck; its late outcome no longer matters
-            error = future.exception()
             if error is not None:
                 for partition in partitions:
                     on_failure(partition, error)
@@ -207,7 +211,9 @@ class Persister:
             ended()
             self._wake_drain()
 
-        asyncio.get_running_loop().run_in_executor(pool, call, *args).add_done_callback(done)
+        job = pool.call(functools.partial(call, *args), what, None)  # the watchdog above is its deadline
+        self._running[token] = job
+        asyncio.wrap_future(job).add_done_callback(done)
 
     def _stuck(self, token: object, what: str, timeout_s: float,
                failed: Callable[[Partition, BaseException], None], ended: Callable[[], None],
@@ -215,7 +221,7 @@ class Persister:
         partitions = self._jobs.pop(token, None)
         if partitions is None:
             return
-        pool.add_worker()  # the stuck thread stays behind
+        pool.abandon(self._running.pop(token))  # counted stuck; a fresh worker takes its thread's place
         for partition in partitions:
             failed(partition, TimeoutError(f"the store did not finish a {what} in {timeout_s:.0f} s"))
         ended()

@@ -151,6 +151,8 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool, comm
                        for producer_id, first_offset in ctx.partitions.aborted_transactions(item.tp, item.offset, records)]
     except errors.EngineError as error:
         return _answer(item, error_code(error))
+    except OSError:  # the store failed the read or did not answer in time: clients retry (Kafka's offline log dir)
+        return _answer(item, ErrorCode.kafka_storage_error)
     return _answer(item, ErrorCode.none, info, records, aborted)
 
 

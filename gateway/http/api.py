@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 
-from ...engine.api import PartitionInfo, Topic, TopicPartition, errors, memory_use, store_location
+from ...engine.api import PartitionInfo, Topic, TopicPartition, errors, memory_use, store_location, stuck_calls
 from ..handlers.common import within
 from ..handlers.configs import describe_topic_configs
 from ..handlers.topics import DDL_TIMEOUT_S, TIMED_OUT
@@ -82,7 +82,8 @@ def status_doc(state: HttpState) -> Json:
         "uptime_s": round(time.monotonic() - state.started_s, 3),
         "memory": {"used_bytes": used, "budget_bytes": budget},
         "store": {"kind": state.store_kind, "location": store_location(state.engine.store),
-                  "healthy": state.store_stats.healthy, "last_error": state.store_stats.last_error,
+                  "healthy": state.store_stats.healthy and not stuck_calls().now,
+                  "last_error": state.store_stats.last_error, "stuck_calls": stuck_calls().now,
                   "unpersisted_bytes": sum(info.unpersisted_bytes for info in infos.values())},
         "udp": None if state.udp is None else state.udp.as_json(),
     }

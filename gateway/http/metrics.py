@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from ...engine.api import LatencyHistogram, TopicPartition, memory_use
+from ...engine.api import LatencyHistogram, TopicPartition, memory_use, stuck_calls
 from ..protocol.apis import ApiKey
 from .parser import Request
 from .response import Response
@@ -136,8 +136,14 @@ class Collector:
         for operation in sorted(latency):
             failed.add_metric([operation], failures.get(operation, 0))
         yield from (calls, failed)
-        yield GaugeMetricFamily("martlet_store_healthy", "1 unless the latest call of some store operation failed",
-                                int(stats.healthy))
+        stuck = stuck_calls()
+        yield GaugeMetricFamily("martlet_store_calls_stuck",
+                                "Store calls abandoned past their deadline that have not returned yet", stuck.now)
+        yield CounterMetricFamily("martlet_store_calls_abandoned", "Store calls abandoned past their deadline",
+                                  stuck.abandoned_total)
+        yield GaugeMetricFamily("martlet_store_healthy",
+                                "1 unless the latest call of some store operation failed or a call is stuck",
+                                int(stats.healthy and not stuck.now))
 
     def _groups(self) -> Iterator[Metric]:
         ctx = self.state.ctx

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import threading
 from collections.abc import Iterator
 
 import pytest
 
+from martlet.engine.groups import writer as writer_module
 from martlet.engine.groups.membership import ClassicGroupRecord, GroupGone
 from martlet.engine.groups.offsets import CommittedOffset, OffsetStore
 from martlet.engine.groups.records import Commit, Remove
 from martlet.engine.groups.writer import OffsetWriter
 from martlet.engine.store import MemoryStore
+from martlet.engine.store.memory import MemoryAppendFile
+from martlet.engine.store.workers import StoreTimeout
 from martlet.records.header import BatchHeader
 
 PATH = "internal/group-shards/0"
@@ -220,3 +224,80 @@ def test_a_membership_record_is_compared_with_the_last_one_queued() -> None:
     assert shard.membership_change(newer, [newer]) is None
     assert shard.membership_change(GroupGone("g"), [GroupGone("g")]) is None
     assert shard.membership_change(GroupGone("h")) is None  # never recorded: nothing to bury
+
+
+# -- a store that does not answer
+
+
+class Hanging(MemoryStore):
+    """A MemoryStore whose appends block while `frozen` is set, as a frozen HDFS holds an
+    hsync: until `thawed` is set (then they fail, as a recovered lease fails the old writer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frozen = False
+        self.thawed = threading.Event()
+        self.hanging = threading.Event()  # set once an append blocks
+
+    def open_append(self, path: str) -> MemoryAppendFile:
+        file = super().open_append(path)
+        store = self
+
+        class Held(MemoryAppendFile):
+            def write(self, data: bytes | memoryview) -> None:
+                if store.frozen:
+                    store.hanging.set()
+                    assert store.thawed.wait(WAIT_S_MAX)
+                    raise OSError("the stuck writer's lease was recovered")
+                super().write(data)
+
+        return Held(file._data)  # the same bytes the store keeps
+
+
+def test_an_append_stuck_past_its_deadline_fails_its_waiter_and_the_next_write_reopens_the_log(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writer_module, "WRITE_S", 0.5)
+    store = Hanging()
+
+    async def scenario() -> None:
+        shard, writer = OffsetStore.unopened(store, PATH, lambda: 0), OffsetWriter()
+        await writer.submit(shard, commit(0, 1))
+        store.frozen = True
+        stuck = writer.submit(shard, commit(0, 2))
+        with pytest.raises(StoreTimeout):
+            await asyncio.wait_for(stuck, WAIT_S_MAX)
+        assert not shard.log_open  # abandoned: the next write opens it again
+        store.frozen = False
+        await asyncio.wait_for(writer.submit(shard, commit(0, 3)), WAIT_S_MAX)
+        assert state(shard) == {("t", 0): value(3)}
+        store.thawed.set()  # the stuck append returns late: its outcome is dropped
+        await writer.close([shard])
+        assert state(OffsetStore.open(store, PATH, lambda: 0)) == {("t", 0): value(3)}
+
+    asyncio.run(scenario())
+
+
+def test_a_stalled_writer_refuses_new_changes_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writer_module, "STALLED_S", 0.2)
+    store = Hanging()
+
+    async def scenario() -> None:
+        shard, writer = OffsetStore.unopened(store, PATH, lambda: 0), OffsetWriter()
+        await writer.submit(shard, commit(0, 1))
+        store.frozen = True
+        stuck = writer.submit(shard, commit(0, 2))
+        assert await asyncio.to_thread(store.hanging.wait, WAIT_S_MAX)
+        while not writer.stalled:  # bounded by the test's own wait_for below
+            await asyncio.sleep(0.05)
+        with pytest.raises(StoreTimeout, match="has not taken a group change"):
+            await writer.submit(shard, commit(0, 3))  # refused without queueing
+        assert writer.pending("g") == [commit(0, 2)]
+        store.frozen = False
+        store.thawed.set()
+        with pytest.raises(OSError):
+            await stuck
+        await asyncio.wait_for(writer.submit(shard, commit(0, 4)), WAIT_S_MAX)
+        assert state(shard) == {("t", 0): value(4)}
+        await writer.close([shard])
+
+    asyncio.run(asyncio.wait_for(scenario(), WAIT_S_MAX))

@@ -33,6 +33,7 @@ class FlakyStore(MemoryStore):
         self.half_writes = False
         self.writes = 0
         self.hang: threading.Event | None = None  # set: the next write blocks until it is set
+        self.hanging = threading.Event()  # set once a write blocks on `hang`
 
     def open_append(self, path: str) -> MemoryAppendFile:
         if self.down:
@@ -44,6 +45,7 @@ class FlakyStore(MemoryStore):
             def write(self, data: bytes | memoryview) -> None:
                 if store.hang is not None:
                     released, store.hang = store.hang, None
+                    store.hanging.set()
                     released.wait(WAIT_S)
                     raise OSError("fenced: the file was recovered while this write hung")
                 if store.down:
@@ -209,6 +211,7 @@ def test_a_commit_that_never_returns_is_abandoned_and_the_data_persisted_anyway(
         await partition.wait_persisted(append(partition, persister, 1)[-1])
         store.hang = released
         offsets = append(partition, persister, 3)
+        assert await asyncio.to_thread(store.hanging.wait, WAIT_S)  # the flush is in the store
         assert await clock.next_timer(200) == 200  # the watchdog gives up on the stuck commit
         assert partition.checkpoint == 2
         assert await clock.next_timer(SOON_MS) == RETRY_MS  # then the log is reopened
