@@ -66,7 +66,7 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
     config = ServeConfig()
     gateway = dict(doc.get("gateway", {}))
     config = _apply_locations(config, gateway)
-    gateway_settings = _fill(config.gateway, gateway, "gateway")
+    config = replace(config, gateway=_fill(config.gateway, gateway, "gateway"))
     config = _apply_http(config, dict(doc.get("http", {})))
     config = _apply_udp(config, dict(doc.get("udp", {})))
     try:
@@ -78,7 +78,7 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
         raise ConfigError(f"[topic_defaults]: {error}") from None
     groups = _fill(GroupLimits(), dict(doc.get("groups", {})), "groups")
     engine = _fill(EngineSettings(topic_defaults=topic_defaults, groups=groups), dict(doc.get("engine", {})), "engine")
-    return replace(config, gateway=gateway_settings, engine=engine)
+    return replace(config, engine=engine)
 
 
 def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfig:
@@ -98,9 +98,11 @@ def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfi
 
 
 def _apply_http(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
-    unknown = set(section) - {"listen"}
+    unknown = set(section) - {"listen", "allowed_hosts"}
     if unknown:
         raise ConfigError(f"[http]: unknown key {sorted(unknown)[0]!r}")
+    if "allowed_hosts" in section:
+        config = with_allowed_hosts(config, section["allowed_hosts"])
     if "listen" not in section:
         return config
     listen = section["listen"]
@@ -137,6 +139,13 @@ def with_http(config: ServeConfig, text: str) -> ServeConfig:
     return replace(config, http_listen="" if text in HTTP_OFF else text)
 
 
+def with_allowed_hosts(config: ServeConfig, names: object) -> ServeConfig:
+    """[http] allowed_hosts: a list of host names ("*": any) the HTTP port's Host field may give."""
+    if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
+        raise ConfigError(f"[http] allowed_hosts: expected a list of host names, got {names!r}")
+    return replace(config, gateway=replace(config.gateway, http_allowed_hosts=tuple(names)))
+
+
 def with_store(config: ServeConfig, url: str) -> ServeConfig:
     split_hdfs_url(url)
     return replace(config, store=url)
@@ -165,7 +174,7 @@ def _fill(settings: Any, values: dict[str, Any], section: str) -> Any:
     for name, value in values.items():
         if name in RENAMED:
             raise ConfigError(f"[{section}]: {name!r} is now called {RENAMED[name]!r}")
-        if name not in known or name in ("topic_defaults", "groups"):
+        if name not in known or name in ("topic_defaults", "groups", "http_allowed_hosts"):  # the last is [http]'s
             raise ConfigError(f"[{section}]: unknown key {name!r}")
         if type(value) is not type(getattr(settings, name)):
             raise ConfigError(f"[{section}] {name}: expected {type(getattr(settings, name)).__name__}, got {value!r}")

@@ -51,6 +51,7 @@ ENGINE_NOTES = {
 }
 HTTP_NOTES = {
     "listen": 'JSON API, /metrics, web console ("": none); this default only warns when taken, another address must bind',
+    "allowed_hosts": 'names a request\'s Host may give besides the port\'s own (a proxy\'s, a DNS alias); "*": any',
 }
 UDP_NOTES = {
     "listen": 'datagrams into topics (gateway/udp.py), "HOST:PORT"; "": none',
@@ -80,7 +81,8 @@ TOPIC_NOTES = {
 }
 # Settings fields that are not keys of their section (sections of their own, set by flags, or
 # the Kafka topic configs a topic keeps without effect, set through Kafka's APIs only).
-NOT_KEYS = {"topic_defaults", "groups", "listen_host", "listen_port", "advertised_host", "advertised_port", "kept"}
+NOT_KEYS = {"topic_defaults", "groups", "listen_host", "listen_port", "advertised_host", "advertised_port", "kept",
+            "http_allowed_hosts"}
 
 
 def defaults_toml() -> str:
@@ -90,7 +92,8 @@ def defaults_toml() -> str:
         "listen": f"{gateway.listen_host}:{gateway.listen_port}", "advertised": Unset("HOST:PORT"),
         "data_dir": "./martlet-data", "store": Unset("hdfs://HOST:PORT/PATH"),
         "zookeeper": Unset("127.0.0.1:2181/martlet"), "zookeeper_session_ms": 4000}
-    http_values: dict[str, object] = {"listen": ServeConfig().http_listen}
+    http_values: dict[str, object] = {"listen": ServeConfig().http_listen,
+                                      "allowed_hosts": list(gateway.http_allowed_hosts)}
     sections = [
         ("gateway", _values(gateway) | gateway_values, GATEWAY_NOTES),
         ("http", http_values, HTTP_NOTES),
@@ -139,4 +142,6 @@ def _toml(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return f'"{value}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
     return str(value)

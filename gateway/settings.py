@@ -15,3 +15,6 @@ class GatewaySettings:
     auto_create_topics: bool = False
     default_partitions: int = 1
     fetch_wait_ms_max: int = 30_000
+    # More names the HTTP port's Host field may give ([http] allowed_hosts; "*": any), besides
+    # its own (gateway/http/guard.py). Here, not in ServeConfig, so the port reads it from its context.
+    http_allowed_hosts: tuple[str, ...] = ()
