@@ -1,5 +1,7 @@
 // Martlet's HTTP API (/api/v1/...), the same contract the `martlet` commands use.
 // Errors come back as JSON {"error": message} with a 4xx/5xx status and become ApiError.
+// Every change (POST, DELETE) says Content-Type: application/json, body or not: the broker refuses
+// changes without it (415), since a page of another origin cannot send it without a preflight.
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -10,9 +12,11 @@ export class ApiError extends Error {
 
 async function request(method, path, {body, signal} = {}) {
   const init = {method, signal, headers: {Accept: "application/json"}};
+  if (method !== "GET") {
+    init.headers["Content-Type"] = "application/json";
+  }
   if (body !== undefined) {
     init.body = JSON.stringify(body);
-    init.headers["Content-Type"] = "application/json";
   }
   const response = await fetch(path, init);
   const text = await response.text();

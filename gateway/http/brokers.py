@@ -57,7 +57,7 @@ async def fetch_json(address: str, path: str) -> Json:
         raise PeerError(f"{address!r} is not HOST:PORT")
     reader, writer = await asyncio.open_connection(host.strip("[]"), int(port), limit=HEAD_BYTES_MAX + len(END))
     try:
-        writer.write(f"GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept: application/json\r\n"
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {_host_field(host, port)}\r\nAccept: application/json\r\n"
                      "Connection: close\r\n\r\n".encode("latin-1"))
         await writer.drain()
         status, length = _read_head(await _head(reader))
@@ -67,6 +67,12 @@ async def fetch_json(address: str, path: str) -> Json:
     finally:
         writer.close()
     return _json_object(status, body)
+
+
+def _host_field(host: str, port: str) -> str:
+    """The Host field naming the peer at the address it published (an IPv6 address in brackets,
+    RFC 9110 7.2: the peer's Host check, guard.py, reads it so)."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
 async def _head(reader: asyncio.StreamReader) -> bytes:

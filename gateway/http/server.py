@@ -6,14 +6,20 @@ connections are kept alive unless the client says otherwise, and closed after ID
 request. A malformed request is answered with its 4xx status and the connection closed; an
 endpoint's own failure is answered 500 (routes.py). Nothing a client sends ends the server.
 At most CONNECTIONS_MAX connections are served at once; one more is answered 503 and closed.
+A request guard.py refuses (a Host not naming this port, another origin's page, a change not
+declared JSON) is answered with its status before any endpoint sees it, and logged (at most one
+line each REFUSAL_LOG_S).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 
-from .parser import HEAD_BYTES_MAX, BadRequest, body_length, parse_head, request_of
+from .guard import Hosts, LogThrottle, refusal
+from .parser import HEAD_BYTES_MAX, BadRequest, Request, body_length, parse_head, request_of
 from .response import Response, error_response
 from .routes import Router
 
@@ -24,12 +30,19 @@ END = b"\r\n\r\n"
 CONNECTIONS_MAX = 256
 LINGER_S = 2.0  # after an error answer, how long what the client still sends is read and dropped
 LINGER_BYTES = 1 << 20
+REFUSAL_LOG_S = 10.0  # a page refused in a loop gives one log line this often
 
 
 class HttpServer:
-    def __init__(self, router: Router, connections_max: int = CONNECTIONS_MAX) -> None:
+    """`hosts` gives the names a request's Host may give (read for every request: the advertised
+    name comes later); without it, those of the address `start` binds."""
+
+    def __init__(self, router: Router, connections_max: int = CONNECTIONS_MAX,
+                 hosts: Callable[[], Hosts] | None = None) -> None:
         self.router = router
         self.connections_max = connections_max
+        self.hosts = hosts
+        self._refusals = LogThrottle(REFUSAL_LOG_S)
         self.connections = 0  # open now
         self.accepted = 0  # since start
         self._server: asyncio.Server | None = None
@@ -39,6 +52,9 @@ class HttpServer:
         """Bind and serve; OSError if the address cannot be bound."""
         self._server = await asyncio.start_server(self._accept, host, port, limit=HEAD_BYTES_MAX + len(END))
         bound = self._server.sockets[0].getsockname()
+        if self.hosts is None:
+            own = Hosts.of(host, [bound[0]])
+            self.hosts = lambda: own
         return bound[0], bound[1]
 
     async def stop(self) -> None:
@@ -94,9 +110,21 @@ class HttpServer:
             return False
         except (asyncio.IncompleteReadError, TimeoutError):
             return False
-        response = await self.router.handle(request)
+        response = self._refused(request, writer.get_extra_info("peername")) or await self.router.handle(request)
         await _answer(writer, response, head.keep_alive, head_only=request.method == "HEAD")
         return head.keep_alive
+
+    def _refused(self, request: Request, peer: object) -> Response | None:
+        """The answer to a request guard.py refuses (logged, throttled), else None."""
+        assert self.hosts is not None, "start() sets it"
+        refused = refusal(request.method, request.path, request.headers, self.hosts())
+        if refused is None:
+            return None
+        held = self._refusals.admit(time.monotonic())
+        if held is not None:
+            logger.warning("refused HTTP %s %s from %s: %d %s%s", request.method, request.path[:200], peer, *refused,
+                           f" ({held} more refused since the last such line)" if held else "")
+        return error_response(*refused)
 
 
 async def _answer(writer: asyncio.StreamWriter, response: Response, keep_alive: bool, head_only: bool = False) -> None:

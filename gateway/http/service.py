@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import socket
 
 from ..config import HTTP_DEFAULT, parse_address
 from . import api, groups, messages, metrics, static
+from .guard import Hosts
 from .routes import Router
 from .server import HttpServer
 from .state import HttpState
@@ -21,6 +23,27 @@ def router_for(state: HttpState, history: groups.LagHistory) -> Router:
     metrics.add_routes(router, state)
     static.add_routes(router)
     return router
+
+
+class OwnHosts:
+    """The names a request's Host may give for this port (guard.py): besides the listen address,
+    localhost and loopback, the address bound, this machine's host name, the host Kafka clients
+    are told (known once Kafka's listener is bound, so read per request; with a wildcard listen
+    address it is also the HTTP address this broker publishes) and [http] allowed_hosts."""
+
+    def __init__(self, state: HttpState, listen_host: str) -> None:
+        self.state = state
+        self.listen_host = listen_host
+        self.machine = socket.gethostname()
+        self._made: tuple[tuple[str, ...], Hosts] | None = None
+
+    def __call__(self) -> Hosts:
+        settings = self.state.ctx.settings
+        bound = (self.state.http or "").rpartition(":")[0]  # as bound: "localhost" may have become 127.0.0.1
+        names = (self.machine, bound, settings.advertised_host, *settings.http_allowed_hosts)
+        if self._made is None or self._made[0] != names:
+            self._made = names, Hosts.of(self.listen_host, names)
+        return self._made[1]
 
 
 class HttpPort:
@@ -43,7 +66,7 @@ async def start_http(state: HttpState, listen: str) -> HttpPort | None:
         return None
     host, port = parse_address(listen)
     history = groups.LagHistory(state)
-    server = HttpServer(router_for(state, history))
+    server = HttpServer(router_for(state, history), hosts=OwnHosts(state, host))
     try:
         bound = await server.start(host, port)
     except OSError as error:

@@ -39,12 +39,13 @@ CONSOLE = Path(__file__).resolve().parents[2] / "gateway" / "console"
 
 
 def call(address: str, method: str, path: str, body: object = None) -> tuple[int, str, bytes]:
-    """(status, content type, body) of one request on a new connection."""
+    """(status, content type, body) of one request on a new connection; every change says it is
+    JSON, as the port wants (gateway/http/guard.py)."""
     host, port = address.rsplit(":", 1)
     connection = http.client.HTTPConnection(host, int(port), timeout=HTTP_TIMEOUT_S)
     try:
         data = None if body is None else json.dumps(body).encode()
-        connection.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
+        connection.request(method, path, body=data, headers={} if method == "GET" else {"Content-Type": "application/json"})
         answer = connection.getresponse()
         return answer.status, answer.getheader("Content-Type", ""), answer.read()
     finally:
@@ -123,6 +124,17 @@ def test_topics_show_what_a_client_produced(martlet: MartletProcess) -> None:
         assert row["leader"] == get_json(martlet.http, "/api/v1/status")["node_id"] and row["session"] >= 0
 
 
+def test_another_brokers_status_fetch_is_answered(martlet: MartletProcess) -> None:
+    """What a broker sends for another's status (gateway/http/brokers.py) passes that one's Host
+    check (gateway/http/guard.py): it names the address the other published."""
+    import asyncio
+
+    from martlet.gateway.http.brokers import fetch_json
+
+    doc = asyncio.run(asyncio.wait_for(fetch_json(martlet.http, "/api/v1/status"), HTTP_TIMEOUT_S))
+    assert doc["kafka"] == martlet.bootstrap
+
+
 def test_unknown_paths_and_topics_are_404_json(martlet: MartletProcess) -> None:
     assert "error" in get_json(martlet.http, "/api/v1/topics/no-such-topic", 404)
     assert "error" in get_json(martlet.http, "/api/v1/nothing", 404)
@@ -189,8 +201,8 @@ def test_bad_topic_creations(martlet: MartletProcess, body: object, status: int)
 
 
 def test_a_body_that_is_not_json_is_400(martlet: MartletProcess) -> None:
-    answer = raw(martlet.http, b"POST /api/v1/topics HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
-                               b"Connection: close\r\n\r\n{x}")
+    answer = raw(martlet.http, b"POST /api/v1/topics HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: 3\r\nConnection: close\r\n\r\n{x}" % martlet.http.encode())
     assert answer.startswith(b"HTTP/1.1 400 ")
 
 
@@ -404,8 +416,9 @@ def test_a_malformed_request_is_answered_400_and_the_broker_keeps_serving(martle
 def test_a_huge_head_is_refused_and_keep_alive_serves_several_requests(martlet: MartletProcess) -> None:
     answer = raw(martlet.http, b"GET / HTTP/1.1\r\nHost: a\r\nX: " + b"y" * 100_000 + b"\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 431 ")
-    two = (b"GET /api/v1/status HTTP/1.1\r\nHost: a\r\n\r\n"
-           b"GET /api/v1/topics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    host = martlet.http.encode()
+    two = (b"GET /api/v1/status HTTP/1.1\r\nHost: %s\r\n\r\n"
+           b"GET /api/v1/topics HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n") % (host, host)
     answers = raw(martlet.http, two)
     assert answers.count(b"HTTP/1.1 200 OK") == 2
 
@@ -431,10 +444,10 @@ def test_connections_beyond_the_limit_are_answered_503() -> None:
         try:
             await asyncio.wait_for(_until(lambda: server.connections == 2), HTTP_TIMEOUT_S)
             reader, writer = await asyncio.open_connection(host, port)
-            writer.write(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            writer.write(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
             refused = await asyncio.wait_for(reader.read(), HTTP_TIMEOUT_S)
             writer.close()
-            held[0][1].write(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            held[0][1].write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             served = await asyncio.wait_for(held[0][0].read(), HTTP_TIMEOUT_S)
             return [refused, served]
         finally:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from martlet.gateway.http.brokers import PEER_BODY_BYTES_MAX, PeerError, _json_object, _read_head
+from martlet.gateway.http.brokers import PEER_BODY_BYTES_MAX, PeerError, _host_field, _json_object, _read_head
+from martlet.gateway.http.guard import Hosts, host_name
 
 
 def test_a_status_answer_reads() -> None:
@@ -34,3 +35,13 @@ def test_other_heads_are_refused(head: bytes, why: str) -> None:
 def test_other_bodies_are_refused(status: int, body: bytes, why: str) -> None:
     with pytest.raises(PeerError, match=why):
         _json_object(status, body)
+
+
+@pytest.mark.parametrize(("host", "port", "field"), [
+    ("10.0.0.2", "9644", "10.0.0.2:9644"), ("broker2.example", "9644", "broker2.example:9644"),
+    ("2001:db8::2", "9644", "[2001:db8::2]:9644"), ("[2001:db8::2]", "9644", "[2001:db8::2]:9644"),
+])
+def test_the_host_field_names_the_peer_as_its_host_check_reads_it(host: str, port: str, field: str) -> None:
+    """The peer's own Hosts (guard.py) include the address it published, a bound IPv6 one unbracketed."""
+    assert _host_field(host, port) == field
+    assert Hosts.of(host).allows(host_name(field) or "")
