@@ -107,7 +107,7 @@ def origin_refusal(method: str, path: str, headers: Mapping[str, str]) -> Refusa
         return 403, f"requests from another site's page are refused (Sec-Fetch-Site: {site})"
     origin = headers.get("origin")
     if origin is not None and not same_origin(origin, headers.get("host", "")):
-        return 403, f"requests from another origin's page are refused (Origin: {origin[:100]})"
+        return 403, f"requests from another origin's page are refused (Origin: {origin[:100]!r})"
     return None
 
 

@@ -122,7 +122,7 @@ class HttpServer:
             return None
         held = self._refusals.admit(time.monotonic())
         if held is not None:
-            logger.warning("refused HTTP %s %s from %s: %d %s%s", request.method, request.path[:200], peer, *refused,
+            logger.warning("refused HTTP %s %r from %s: %d %s%s", request.method, request.path[:200], peer, *refused,
                            f" ({held} more refused since the last such line)" if held else "")
         return error_response(*refused)
 
