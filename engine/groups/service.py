@@ -125,6 +125,7 @@ class Groups:
         self.offsets = OffsetShards.open(store, now_ms, shards.count, shards.owns)
         self._owns_shard = shards.owns
         self._unrecorded: set[str] = set()  # touched groups whose record a store error held back
+        self._records_failing = False  # the latest record written failed (logged once until one is written)
         self._restore()
         self.offsets_retention_ms = offsets_retention_ms
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Any]]] = {}
@@ -230,11 +231,16 @@ class Groups:
             await self.offsets.wait_written(RECORD_WAIT_S)
 
     def _recorded(self, group_id: str, written: asyncio.Future[None]) -> None:
+        """A record's outcome; failures said once until a record is written again."""
         error = None if written.cancelled() else written.exception()
         if error is None:
+            if self._records_failing:
+                self._records_failing = False
+                logger.warning("group records are written again")
             return
-        if not self._unrecorded:
-            logger.warning("group records not written, kept to write again with the next change: %s", error)
+        if not self._records_failing:
+            self._records_failing = True
+            logger.warning("group records not written, kept in memory to write again: %s", error)
         self._unrecorded.add(group_id)
 
     def _record(self, group_id: str) -> Awaitable[None] | None:

@@ -95,6 +95,7 @@ class Persister:
         self._running: dict[object, Future[Any]] = {}  # token -> that job on its pool
         self._retry_ms: dict[Partition, int] = {}
         self._unpublished: dict[Partition, None] = {}  # C moved since the last publish
+        self._publish_failing: set[Partition] = set()  # whose latest publish failed (logged once)
         self._publish_timer: Timer | None = None
         self._publishing = 0  # publish jobs of the running sweep
         self._progress: list[asyncio.Future[None]] = []  # drain waits for the next job to end
@@ -295,11 +296,18 @@ class Persister:
         for partition, error in zip(partitions, results, strict=True):
             if error is not None:
                 self._publish_failed(partition, error)
+            elif partition in self._publish_failing:
+                self._publish_failing.discard(partition)
+                logger.warning("%s: publishing the checkpoint again", partition.path)
 
     def _publish_failed(self, partition: Partition, error: BaseException) -> None:
-        """C stays unpublished (readers see an older one) until the next sweep."""
+        """C stays unpublished (readers see an older one) until the next sweep; said once
+        until a publish succeeds again (an outage fails every sweep)."""
         if not partition.closed:
-            logger.warning("%s: publishing the checkpoint failed, retrying with the next sweep: %s", partition.path, error)
+            if partition not in self._publish_failing:
+                self._publish_failing.add(partition)
+                logger.warning("%s: publishing the checkpoint failed, retrying with every sweep: %s",
+                               partition.path, error)
             self._unpublished[partition] = None
 
     def _sweep_job_ended(self) -> None:

@@ -45,8 +45,9 @@ async def within(work: Awaitable[T], timeout_s: float) -> T:
     try:
         return await asyncio.wait_for(asyncio.shield(task), timeout_s)
     except (TimeoutError, asyncio.CancelledError):
-        _unwaited.add(task)
-        task.add_done_callback(_finished_late)
+        if not task.done():  # not the work's own error (a store call past its deadline is a TimeoutError too)
+            _unwaited.add(task)
+            task.add_done_callback(_finished_late)
         raise
 
 
