@@ -62,8 +62,10 @@ What each call gives, and why:
   dfs.blocksize, often none of it), and `size` gives that visible length, not the
   NameNode's. Writing calls raise PermissionError.
 - While the NameNode is unreachable, hdfs-native retries each call for about three minutes
-  before it fails; the engine calls the store from worker threads, so a call simply waits
-  for the NameNode to come back.
+  before it fails; a NameNode or DataNode that is frozen (connections open, nothing answered)
+  can hold a call forever. The engine calls the store only from worker threads whose jobs have
+  deadlines (engine/store/workers.py): a call past its deadline is abandoned and its file
+  reopened by the next use.
 
 hdfs-native raises FileNotFoundError/FileExistsError for those cases and RuntimeError for
 other NameNode errors; the latter are re-raised as OSError so callers see one family.

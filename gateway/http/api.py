@@ -82,7 +82,7 @@ def status_doc(state: HttpState) -> Json:
         "uptime_s": round(time.monotonic() - state.started_s, 3),
         "memory": {"used_bytes": used, "budget_bytes": budget},
         "store": {"kind": state.store_kind, "location": store_location(state.engine.store),
-                  "healthy": state.store_stats.healthy and not stuck_calls().now,
+                  "healthy": state.store_stats.healthy,
                   "last_error": state.store_stats.last_error, "stuck_calls": stuck_calls().now,
                   "unpersisted_bytes": sum(info.unpersisted_bytes for info in infos.values())},
         "udp": None if state.udp is None else state.udp.as_json(),

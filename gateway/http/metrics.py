@@ -141,9 +141,8 @@ class Collector:
                                 "Store calls abandoned past their deadline that have not returned yet", stuck.now)
         yield CounterMetricFamily("martlet_store_calls_abandoned", "Store calls abandoned past their deadline",
                                   stuck.abandoned_total)
-        yield GaugeMetricFamily("martlet_store_healthy",
-                                "1 unless the latest call of some store operation failed or a call is stuck",
-                                int(stats.healthy and not stuck.now))
+        yield GaugeMetricFamily("martlet_store_healthy", "1 unless the latest call of some store operation failed",
+                                int(stats.healthy))
 
     def _groups(self) -> Iterator[Metric]:
         ctx = self.state.ctx
