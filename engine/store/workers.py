@@ -37,9 +37,10 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, InvalidStateError
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 STUCK_MAX = 256  # threads stuck in store calls at once, over every pool, before pools stop being topped up
 WATCH_S = 0.25  # how often the watchdog looks at the deadlines
@@ -116,11 +117,11 @@ class Workers(Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         return self.call(lambda: fn(*args, **kwargs), getattr(fn, "__name__", "a store call"), self.deadline_s)
 
-    def call(self, call: Callable[[], Any], what: str, deadline_s: float | None,
-             abandoned: Callable[[], None] | None = None) -> Future[Any]:
+    def call(self, call: Callable[[], T], what: str, deadline_s: float | None,
+             abandoned: Callable[[], None] | None = None) -> Future[T]:
         """Run `call` on a worker; the future fails with StoreTimeout past `deadline_s` (None:
         never), after `abandoned` ran (on the watchdog's thread)."""
-        future: Future[Any] = Future()
+        future: Future[T] = Future()
         now = self._monotonic()
         job = _Job(future, call, what, now, None if deadline_s is None else now + deadline_s, abandoned)
         with self._lock:
@@ -155,7 +156,7 @@ class Workers(Executor):
         for worker in running:
             self._abandon(worker, now)
 
-    def abandon(self, future: Future[Any]) -> None:
+    def abandon(self, future: object) -> None:
         """Give up on the job behind `future` now, as if its deadline had passed."""
         now = self._monotonic()
         with self._lock:
@@ -248,14 +249,14 @@ class Workers(Executor):
         return not worker.replaced
 
 
-def _succeed(future: Future[Any], result: Any) -> None:
+def _succeed(future: Future[T], result: T) -> None:
     try:
         future.set_result(result)
     except InvalidStateError:  # abandoned: nobody waits for this outcome any more
         pass
 
 
-def _fail(future: Future[Any], error: BaseException) -> None:
+def _fail(future: Future[T], error: BaseException) -> None:
     try:
         future.set_exception(error)
     except InvalidStateError:
