@@ -225,10 +225,14 @@ class Groups:
         """Wait for every change queued so far, RECORD_WAIT_S at most and not at all while
         the store is stalled (a record is memory-first then: see the header); a record that
         fails is noted, to queue again with the next call or tick."""
-        for group_id, written in queued:
-            asyncio.ensure_future(written).add_done_callback(functools.partial(self._recorded, group_id))
         if not self.offsets.stalled:
             await self.offsets.wait_written(RECORD_WAIT_S)
+        for group_id, written in queued:
+            outcome = asyncio.ensure_future(written)
+            if outcome.done():  # taken in now, so the caller's next step sees a failure noted
+                self._recorded(group_id, outcome)
+            else:
+                outcome.add_done_callback(functools.partial(self._recorded, group_id))
 
     def _recorded(self, group_id: str, written: asyncio.Future[None]) -> None:
         """A record's outcome; failures said once until a record is written again."""
