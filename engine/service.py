@@ -92,6 +92,16 @@ class Engine:
         self.transactions = Transactions(self.groups, self.partitions, self.producer_ids, self.cluster,
                                          self.clock.now_ms, TIMEOUT_MS_MAX)
 
+    async def open_within(self, deadline_s: float) -> None:
+        """`open` on a thread of its own, StoreTimeout past `deadline_s`: a store that does not
+        answer at start-up ends the start with an error instead of holding it forever."""
+        opener = Workers(1, "martlet-open")
+        try:
+            await asyncio.wrap_future(opener.call(self.open, "opening the topics, partitions and offsets shards",
+                                                  deadline_s))
+        finally:
+            opener.shutdown()
+
     def start_background(self) -> None:
         """Start the timers; needs a running event loop."""
         assert self.groups is not None, "open() first"

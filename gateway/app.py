@@ -32,6 +32,7 @@ from .udp import UdpListener
 
 logger = logging.getLogger(__name__)
 LOCK_PATH = "serve.lock"
+START_S = 600.0  # the longest the start-up store work may take (every partition and offsets shard here opened)
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
@@ -60,7 +61,7 @@ class Broker:
     async def start(self) -> tuple[str, int]:
         if self.member is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.member.connect)
-        self.engine.open()
+        await self.engine.open_within(START_S)
         self.engine.start_background()
         if self.member is not None:
             self.engine.follow_cluster(self.member)
