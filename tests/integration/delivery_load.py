@@ -127,6 +127,12 @@ class GroupReader:
         with self._lock:
             return [latency for sent, latency in self.delivered if start_s <= sent < end_s]
 
+    def worst(self, start_s: float, end_s: float, count: int) -> list[tuple[float, float]]:
+        """The `count` largest (latency, send time) of the records sent between the two."""
+        with self._lock:
+            return sorted(((latency, sent) for sent, latency in self.delivered if start_s <= sent < end_s),
+                          reverse=True)[:count]
+
     def commits_between(self, start_s: float, end_s: float) -> list[str]:
         with self._lock:
             return [outcome for at, outcome in self.commits if start_s <= at < end_s]

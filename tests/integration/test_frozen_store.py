@@ -118,11 +118,10 @@ def _check(frozen: Frozen, http: str, topic: str) -> None:
           f"\nnew group: assigned {frozen.joined_s} s into the freeze, "
           f"{len(late.latencies(frozen.frozen_at, frozen.thawed_at))} records delivered during it; "
           f"its commits during the freeze: {sorted(set(late.commits_between(frozen.frozen_at, frozen.thawed_at)))}")
-    with reader._lock:
-        worst = sorted(((lat, sent - frozen.frozen_at) for sent, lat in reader.delivered
-                        if frozen.frozen_at <= sent < frozen.thawed_at), reverse=True)[:30]
-        commit_times = [round(at - frozen.frozen_at, 2) for at, _ in reader.commits
-                        if frozen.frozen_at <= at < frozen.thawed_at]
+    worst = [(latency, sent - frozen.frozen_at)
+             for latency, sent in reader.worst(frozen.frozen_at, frozen.thawed_at, 30)]
+    commit_times = [round(at - frozen.frozen_at, 2) for at, _ in reader.commits
+                    if frozen.frozen_at <= at < frozen.thawed_at]
     print("worst during (latency ms @ s into the freeze):",
           " ".join(f"{lat * 1000:.0f}@{at:.2f}" for lat, at in worst))
     print("commits at:", commit_times)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 
 import pytest
 
@@ -254,16 +254,21 @@ class Hanging(MemoryStore):
         return Held(file._data)  # the same bytes the store keeps
 
 
+async def stuck_second_write(store: Hanging) -> tuple[OffsetStore, OffsetWriter, Awaitable[None]]:
+    """A shard whose first commit is written and whose second hangs in the frozen store."""
+    shard, writer = OffsetStore.unopened(store, PATH, lambda: 0), OffsetWriter()
+    await writer.submit(shard, commit(0, 1))
+    store.frozen = True
+    return shard, writer, writer.submit(shard, commit(0, 2))
+
+
 def test_an_append_stuck_past_its_deadline_fails_its_waiter_and_the_next_write_reopens_the_log(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(writer_module, "WRITE_S", 0.5)
     store = Hanging()
 
     async def scenario() -> None:
-        shard, writer = OffsetStore.unopened(store, PATH, lambda: 0), OffsetWriter()
-        await writer.submit(shard, commit(0, 1))
-        store.frozen = True
-        stuck = writer.submit(shard, commit(0, 2))
+        shard, writer, stuck = await stuck_second_write(store)
         with pytest.raises(StoreTimeout):
             await asyncio.wait_for(stuck, WAIT_S_MAX)
         assert not shard.log_open  # abandoned: the next write opens it again
@@ -282,10 +287,7 @@ def test_a_stalled_writer_refuses_new_changes_at_once(monkeypatch: pytest.Monkey
     store = Hanging()
 
     async def scenario() -> None:
-        shard, writer = OffsetStore.unopened(store, PATH, lambda: 0), OffsetWriter()
-        await writer.submit(shard, commit(0, 1))
-        store.frozen = True
-        stuck = writer.submit(shard, commit(0, 2))
+        shard, writer, stuck = await stuck_second_write(store)
         assert await asyncio.to_thread(store.hanging.wait, WAIT_S_MAX)
         while not writer.stalled:  # bounded by the test's own wait_for below
             await asyncio.sleep(0.05)
