@@ -1,0 +1,49 @@
+"""compat/bench/request_cost.py (issue 47): the in-process CPU cost per request runs, and the
+frames it falls back to on trees older than the codec's request writer and records/ are the
+bytes those write. No figure is asserted: a few requests on a busy machine say nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from martlet.compat.bench import request_cost
+from martlet.gateway.protocol.codec import build, encode_request, request_type
+from martlet.records.build import NewRecord, build_batch
+
+pytestmark = pytest.mark.integration
+
+RUN_TIMEOUT_S = 60.0
+MEASURED = ("produce", "fetch", "fetch-uncommitted", "metadata")
+
+
+def test_a_short_run_gives_a_positive_cost_for_every_kind(tmp_path) -> None:
+    out = tmp_path / "cost.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "martlet.compat.bench.request_cost", "--requests", "50", "--repeats", "3",
+         "--warmup", "20", "--json", str(out)],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    figures = json.loads(out.read_text())
+    assert set(figures["kinds"]) == set(MEASURED)
+    for kind in MEASURED:
+        assert figures["kinds"][kind]["cpu_us"] > 0, kind
+        assert figures["kinds"][kind]["best_us"] > 0, kind
+        assert kind in result.stdout
+
+
+def test_the_hand_built_batch_is_the_one_records_builds() -> None:
+    values = [bytes([i]) * request_cost.RECORD_BYTES for i in range(request_cost.RECORDS_PER_BATCH)]
+    now_ms = int(time.time() * 1000)
+    expected = bytes(build_batch([NewRecord(None, value, now_ms) for value in values]))
+    assert request_cost.hand_built_batch(values, now_ms) == expected
+
+
+def test_the_kio_request_is_the_one_the_codec_writes() -> None:
+    body = build(request_type(request_cost.METADATA, request_cost.METADATA_VERSION),
+                 {"topics": [{"name": "t"}], "allow_auto_topic_creation": False})
+    assert request_cost.kio_request(body, 7) == encode_request(body, 7, request_cost.CLIENT_ID)[4:]
