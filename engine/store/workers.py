@@ -183,15 +183,15 @@ class Workers(Executor):
             except Exception:  # noqa: BLE001 - the pool must go on
                 logger.exception("giving up on %s failed", job.what)
         stuck = STUCK.add(f"{job.what} ({self.name})")
-        _fail(job.future, StoreTimeout(f"the store did not finish {job.what} in {took_s:.0f} s"))
         replaced = stuck <= STUCK_MAX
-        logger.warning("%s: %s stuck in the store for %.0f s, abandoned (%d store calls stuck now)%s",
-                       self.name, job.what, took_s, stuck,
-                       "" if replaced else f"; not replaced, {STUCK_MAX} stuck threads is the bound")
-        if replaced:
+        if replaced:  # before the waiter hears: the call it makes next must find a live thread
             with self._lock:
                 worker.replaced = True
                 self._start_worker()
+        _fail(job.future, StoreTimeout(f"the store did not finish {job.what} in {took_s:.0f} s"))
+        logger.warning("%s: %s stuck in the store for %.0f s, abandoned (%d store calls stuck now)%s",
+                       self.name, job.what, took_s, stuck,
+                       "" if replaced else f"; not replaced, {STUCK_MAX} stuck threads is the bound")
 
     # -- worker threads
 
