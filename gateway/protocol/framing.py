@@ -1,13 +1,18 @@
 """Kafka request framing, sans-IO.
 
-A frame is an int32 big-endian size followed by that many bytes. `FrameReader` owns the
-buffers the socket reads into (`get_buffer`, then `filled` with the byte count, the shape
-of asyncio's BufferedProtocol), so bytes are copied as little as possible:
+A frame is an int32 big-endian size followed by that many bytes. `FrameReader` hands the
+socket the buffers to read into (`get_buffer`, then `filled` with the byte count, the shape
+of asyncio's BufferedProtocol), so bytes are copied as little as possible and a connection
+holds memory only while a frame is on its way:
 
-- small frames arrive in a reused chunk buffer and are copied out once, whole;
-- a frame larger than half the chunk gets its own bytearray as soon as its size is known,
-  and the socket then reads the rest of it straight into place (what was already in the
-  chunk is copied once; a 1 MB produce request is otherwise never copied on its way in).
+- reads go into a chunk that every connection of an event loop shares (`chunk`): the
+  frames complete in it are copied out at once, whole, in `filled`, so the chunk is free
+  again before the loop reads from another socket (asyncio's and uvloop's transports, plain
+  and TLS, read, report with `buffer_updated` and only then ask any protocol for a buffer);
+- a frame still incomplete at the end of a read gets a bytearray of its own, its exact size
+  (what already arrived is copied once), and the socket then reads the rest of it straight
+  into place: a 1 MB produce request is not copied again on its way in, and an idle
+  connection holds nothing but the few bytes of a size prefix it has begun.
 
 Every frame handed out is a bytearray of its own (the size prefix stripped), which callers
 may keep and patch. The size limit is checked before a frame's buffer is allocated, so an
@@ -19,7 +24,7 @@ from __future__ import annotations
 import struct
 
 SIZE = struct.Struct(">i")
-CHUNK_BYTES = 256 * 1024
+CHUNK_BYTES = 256 * 1024  # the shared chunk: the most one read from a socket takes in
 
 
 class FrameError(Exception):
@@ -27,50 +32,47 @@ class FrameError(Exception):
 
 
 class FrameReader:
-    def __init__(self, frame_bytes_max: int, chunk_bytes: int = CHUNK_BYTES) -> None:
+    __slots__ = ("frame_bytes_max", "_chunk", "_prefix", "_frame", "_frame_filled")
+
+    def __init__(self, frame_bytes_max: int, chunk: bytearray | None = None) -> None:
         self.frame_bytes_max = frame_bytes_max
-        self._chunk = bytearray(chunk_bytes)
-        self._start = 0  # unparsed bytes are self._chunk[_start:_end]
-        self._end = 0
-        self._large: bytearray | None = None  # a large frame being read in place
-        self._large_filled = 0
+        self._chunk = chunk if chunk is not None else bytearray(CHUNK_BYTES)
+        self._prefix = b""  # the first bytes of a size prefix that ended a read
+        self._frame: bytearray | None = None  # an incomplete frame, read in place
+        self._frame_filled = 0
 
     def get_buffer(self) -> memoryview:
         """Where the next bytes from the socket go (never empty)."""
-        if self._large is not None:
-            return memoryview(self._large)[self._large_filled:]
-        if len(self._chunk) - self._end < len(self._chunk) // 4:
-            self._compact()
-        return memoryview(self._chunk)[self._end:]
+        if self._frame is not None:
+            return memoryview(self._frame)[self._frame_filled:]
+        view = memoryview(self._chunk)
+        view[:len(self._prefix)] = self._prefix
+        return view[len(self._prefix):]
 
     def filled(self, count: int) -> list[bytearray]:
         """`count` bytes were written at the start of the last buffer; the frames now complete."""
-        if self._large is not None:
-            self._large_filled += count
-            if self._large_filled < len(self._large):
+        if self._frame is not None:
+            self._frame_filled += count
+            if self._frame_filled < len(self._frame):
                 return []
-            done, self._large = self._large, None
+            done, self._frame = self._frame, None
             return [done]
-        self._end += count
-        frames = []
-        while self._end - self._start >= SIZE.size:
-            (size,) = SIZE.unpack_from(self._chunk, self._start)
+        end = len(self._prefix) + count
+        self._prefix = b""
+        frames: list[bytearray] = []
+        start = 0
+        while end - start >= SIZE.size:
+            (size,) = SIZE.unpack_from(self._chunk, start)
             self._check_size(size)
-            body = self._start + SIZE.size
-            have = self._end - body
-            if have >= size:
-                frames.append(self._chunk[body:body + size])
-                self._start = body + size
-            elif size > len(self._chunk) // 2:
-                self._large = bytearray(size)
-                self._large[:have] = memoryview(self._chunk)[body:self._end]
-                self._large_filled = have
-                self._start = self._end = 0
-                break
-            else:
-                break
-        if self._start == self._end:
-            self._start = self._end = 0
+            body = start + SIZE.size
+            start = body + size
+            if start > end:  # incomplete: it goes on in a buffer of its own
+                self._frame = bytearray(size)
+                self._frame[:end - body] = memoryview(self._chunk)[body:end]
+                self._frame_filled = end - body
+                return frames
+            frames.append(self._chunk[body:start])
+        self._prefix = bytes(self._chunk[start:end])
         return frames
 
     def feed(self, data: bytes) -> list[bytearray]:
@@ -87,12 +89,13 @@ class FrameReader:
 
     @property
     def pending_bytes(self) -> int:
-        return self._end - self._start + (self._large_filled if self._large is not None else 0)
+        """Bytes of a frame that has begun to arrive."""
+        return len(self._prefix) + (self._frame_filled if self._frame is not None else 0)
 
-    def _compact(self) -> None:
-        pending = self._end - self._start
-        self._chunk[:pending] = self._chunk[self._start:self._end]
-        self._start, self._end = 0, pending
+    @property
+    def held_bytes(self) -> int:
+        """Memory this connection holds for frames on their way in."""
+        return len(self._prefix) + (len(self._frame) if self._frame is not None else 0)
 
     def _check_size(self, size: int) -> None:
         if size < 8:
