@@ -19,6 +19,7 @@ from ..engine.api import (
     store_location,
     timed_store,
 )
+from .broker_dynamic import connection_limits
 from .config import ServeConfig, parse_address, split_hdfs_url
 from .context import Context
 from .dispatch import Dispatcher
@@ -68,7 +69,7 @@ class Broker:
         settings = self.config.gateway
         ctx = Context.of(self.engine, settings, self.engine.cluster_id, apis())
         self.dispatcher = Dispatcher(ctx, apis())
-        self.server = Server(self.dispatcher, settings.frame_bytes_max)
+        self.server = Server(self.dispatcher, settings.frame_bytes_max, connection_limits(ctx))
         # HTTP first, so that its address goes out with this node's registration (other brokers'
         # consoles and `martlet status` read it there); until Kafka's listener is bound, the
         # status it answers names no Kafka address.

@@ -12,17 +12,28 @@ What they change: the defaults of the topic configs the engine honours (HONOURED
 segments, cleanup policy, max message size, timestamp type), for every topic that does not
 override them, at once; a node's own value wins over the cluster's, the cluster's over the
 static setting. DescribeConfigs shows them with Kafka's sources (DYNAMIC_BROKER_CONFIG,
-DYNAMIC_DEFAULT_BROKER_CONFIG) and synonyms, for the broker and for each topic. Every other
+DYNAMIC_DEFAULT_BROKER_CONFIG) and synonyms, for the broker and for each topic. The
+listener's connection limits (max.connections, max.connections.per.ip and its overrides,
+connection_limits.py) change at once too, for the connections accepted next. Every other
 name is kept and shown, and changes nothing (listeners, for example, stay as bound).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from ..engine.api import Dynamic, Overrides
 from ..engine.api import errors as engine_errors
+from . import connection_limits as limits
 from .topic_configs import CONFIGS, KafkaTopicConfig, Layers, NullValue
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .settings import GatewaySettings
+
+logger = logging.getLogger(__name__)
 
 DYNAMIC_BROKER, DYNAMIC_DEFAULT = 2, 3  # Kafka's ConfigSource for a node's and the cluster's dynamic configs
 CLUSTER = ""  # the scope (and resource name) of the cluster-wide dynamic defaults
@@ -70,7 +81,50 @@ def changed(current: Mapping[str, str], operations: Iterable[tuple[str, int, str
         if operation in (APPEND, SUBTRACT):
             value = _listed(result.get(name, config.default if config else ""), value, operation)
         result[name] = config.check(name, value) if config is not None else value
+    _check_limits(result)
     return result
+
+
+def static_limits(settings: GatewaySettings) -> dict[str, str]:
+    """The connection limits of the config file, under Kafka's names."""
+    return {limits.TOTAL: str(settings.max_connections), limits.PER_IP: str(settings.max_connections_per_ip),
+            limits.OVERRIDES: settings.max_connections_per_ip_overrides}
+
+
+def connection_limits(ctx: Context) -> Callable[[], limits.ConnectionLimits]:
+    """The listener's limits as they stand (read at each accept): this node's dynamic configs
+    over the cluster's over the config file's."""
+    seen: list[object] = [None, None, None]  # the dynamic configs, node id and limits last worked out
+
+    def current() -> limits.ConnectionLimits:
+        dynamic = ctx.topics.dynamic
+        if seen[0] is not dynamic or seen[1] != ctx.node_id:
+            seen[:] = [dynamic, ctx.node_id, _limits(ctx.settings, dynamic, ctx.node_id)]
+        return seen[2]  # type: ignore[return-value]
+
+    return current
+
+
+def _limits(settings: GatewaySettings, dynamic: Dynamic, node_id: int) -> limits.ConnectionLimits:
+    values = static_limits(settings)
+    for _, layer in reversed(layers(dynamic, node_id)):  # the node's own last: they win
+        values.update((name, value) for name, value in layer.items() if name in limits.NAMES)
+    try:
+        return limits.parse(values)
+    except ValueError as error:  # each layer was checked alone; together they may still clash
+        logger.warning("connection limits of the dynamic configs not applied: %s", error)
+        return limits.parse(static_limits(settings))
+
+
+def _check_limits(values: Mapping[str, str]) -> None:
+    """Kafka's checks of the connection limits among `values` (INVALID_REQUEST)."""
+    given = {name: value for name, value in values.items() if name in limits.NAMES}
+    if not given:
+        return
+    try:
+        limits.parse(given)
+    except ValueError as error:
+        raise engine_errors.InvalidConfig(str(error)) from None
 
 
 def _listed(current: str, value: str, operation: int) -> str:

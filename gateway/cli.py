@@ -103,6 +103,7 @@ def serve(args: argparse.Namespace) -> int:
     from ..engine.api import errors
     from .app import Broker, run_until_signalled
     from .config import ConfigError, load, with_http, with_listen, with_store, with_udp
+    from .connection_limits import raise_file_limit
 
     configure_logs(args.log_format, args.log_level)
     try:
@@ -126,6 +127,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"martlet: {error}", file=sys.stderr)
         return 2
     _use_uvloop()
+    raise_file_limit()  # each connection takes a file: thousands of clients need more than a default 1024
     asyncio.run(run_until_signalled(broker))
     return 0
 

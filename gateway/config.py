@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
+from . import connection_limits
+from .broker_dynamic import static_limits
 from .settings import GatewaySettings
 
 HTTP_DEFAULT = "127.0.0.1:9644"
@@ -67,6 +69,10 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
     gateway = dict(doc.get("gateway", {}))
     config = _apply_locations(config, gateway)
     config = replace(config, gateway=_fill(config.gateway, gateway, "gateway"))
+    try:
+        connection_limits.parse(static_limits(config.gateway))
+    except ValueError as error:
+        raise ConfigError(f"[gateway]: {error}") from None
     config = _apply_http(config, dict(doc.get("http", {})))
     config = _apply_udp(config, dict(doc.get("udp", {})))
     try:

@@ -27,6 +27,9 @@ GATEWAY_NOTES = {
     "auto_create_topics": "Kafka's auto.create.topics.enable",
     "default_partitions": "partitions of an auto-created topic (Kafka's num.partitions)",
     "fetch_wait_ms_max": "the longest a Fetch waits for data, whatever max_wait_ms asks",
+    "max_connections": "Kafka's max.connections: at it, new connections wait until one ends",
+    "max_connections_per_ip": "Kafka's max.connections.per.ip: one more from that address is closed at once",
+    "max_connections_per_ip_overrides": 'Kafka\'s max.connections.per.ip.overrides: "IP:count,IP:count"',
     "zookeeper": 'join the cluster coordinated there ("HOST:PORT[/chroot]"); unset: the embedded single node',
     "zookeeper_session_ms": "in a cluster: a broker silent this long is dead, and its partitions move",
 }

@@ -13,71 +13,228 @@ stops reading until the queue drains. A peer that sends something that is not a 
 disconnected with one log line; other connections are unaffected.
 
 Each connection is an asyncio BufferedProtocol: the socket reads straight into the buffers
-`FrameReader` hands out, so a large produce request is not copied on its way in.
+`FrameReader` hands out, so a large produce request is not copied on its way in. Reads go into
+one chunk all connections share (the frames complete in it are copied out before the next
+read), so an idle connection holds no read buffer; what connections do hold, frames on their
+way in, frames read ahead and answers not yet taken by the socket, is `buffer_bytes`.
+
+The server accepts connections itself, so that it can stop accepting: at max.connections (or
+the share of the open-file limit connections may take) it waits until one ends, and a
+connection from an address at its max.connections.per.ip is closed at once, as Kafka does
+(gateway/connection_limits.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import errno
 import logging
+import socket
+import time
+from collections.abc import Callable
 
+from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
 from .ordering import handled_with
 from .protocol.codec import ProtocolError
 from .protocol.fetch_wire import Buffers
-from .protocol.framing import FrameError, FrameReader
+from .protocol.framing import CHUNK_BYTES, FrameError, FrameReader
 
 logger = logging.getLogger(__name__)
 READ_AHEAD_BYTES = 4 << 20  # whole frames read but not yet handled, per connection
 PIPELINED_MAX = 32  # produce requests waiting for C, per connection
 PRODUCE_KEY = 0
+BACKLOG = 1024  # connections the kernel holds while none is accepted (capped by net.core.somaxconn)
+ACCEPT_BATCH = 64  # connections accepted in one turn of the loop at most
+RECHECK_S = 1.0  # while not accepting: how often the limits are read again (a dynamic change raises them)
+OUT_OF_FILES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+REJECTED_LOG_S = 10.0  # after one line about a refused connection, the next comes this much later at the earliest
 
 
 class Server:
-    def __init__(self, dispatcher: Dispatcher, frame_bytes_max: int) -> None:
+    def __init__(self, dispatcher: Dispatcher, frame_bytes_max: int,
+                 limits: Callable[[], ConnectionLimits] = ConnectionLimits) -> None:
         self.dispatcher = dispatcher
         self.frame_bytes_max = frame_bytes_max
-        self._server: asyncio.Server | None = None
+        self.limits = limits  # read at each accept: the dynamic configs may change them
+        self.files_bound = file_bound()  # connections leave the rest of the open files to the store
+        self.chunk = bytearray(CHUNK_BYTES)  # every connection's reads go here first (framing.py)
+        self._listener: socket.socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._accepting = False
+        self._recheck: asyncio.TimerHandle | None = None
         self._connections: set[Connection] = set()
+        self._connecting: set[asyncio.Task[None]] = set()  # accepted, their transports being set up
+        self._by_ip: collections.Counter[str] = collections.Counter()  # accepted and not ended, by address
+        self._open = 0  # the same, in all
         self.accepted = 0  # connections since start (/metrics)
+        self.rejected = 0  # connections closed at once: their address had its max.connections.per.ip
+        self._rejected_logged = (-REJECTED_LOG_S, 0)  # when a refusal was last logged; refusals since
 
     @property
     def connection_count(self) -> int:
         return len(self._connections)
 
+    def buffer_bytes(self) -> tuple[int, int]:
+        """Memory connections hold for data: in (the shared chunk, frames on their way, frames
+        read ahead) and out (answers the socket has not taken yet)."""
+        held_in = len(self.chunk)
+        held_out = 0
+        for connection in self._connections:
+            held_in += connection.reader.held_bytes + connection.queued_bytes
+            if connection.transport is not None:
+                held_out += connection.transport.get_write_buffer_size()
+        return held_in, held_out
+
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: Connection(self), host, port)
-        bound = self._server.sockets[0].getsockname()
+        self._loop = asyncio.get_running_loop()
+        self._listener = _listen(host, port)
+        self._accept_again()
+        bound = self._listener.getsockname()
         return bound[0], bound[1]
 
     async def stop(self) -> None:
-        if self._server:
-            self._server.close()
+        self._stop_accepting()
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        for task in list(self._connecting):
+            task.cancel()
         tasks = [c.task for c in self._connections if c.task is not None]
         for connection in list(self._connections):
             connection.abort()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    # -- accepting -------------------------------------------------------------------------
+
+    def _accept_ready(self) -> None:
+        assert self._listener is not None
+        for _ in range(ACCEPT_BATCH):
+            limits = self.limits()
+            if self._open >= min(limits.total, self.files_bound):
+                self._stop_accepting(recheck_s=RECHECK_S)  # they wait in the backlog, as at Kafka's acceptor
+                return
+            try:
+                sock, peer = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:
+                if error.errno not in OUT_OF_FILES:
+                    continue  # that peer left before it was accepted (ECONNABORTED and the like)
+                logger.error("cannot accept connections (%s): trying again in %.0f s", error, RECHECK_S)
+                self._stop_accepting(recheck_s=RECHECK_S)
+                return
+            self._admit(sock, client_ip(peer[0]), limits)
+
+    def _admit(self, sock: socket.socket, ip: str, limits: ConnectionLimits) -> None:
+        allowed = limits.of_ip(ip)
+        if self._by_ip[ip] >= allowed:
+            sock.close()
+            self._log_rejected(ip, allowed)
+            return
+        self._by_ip[ip] += 1
+        self._open += 1
+        self.accepted += 1
+        sock.setblocking(False)  # (asyncio's transports and uvloop's set TCP_NODELAY themselves)
+        connection = Connection(self, ip)
+        assert self._loop is not None
+        task = self._loop.create_task(self._connect(sock, connection))
+        self._connecting.add(task)
+        task.add_done_callback(self._connecting.discard)
+
+    async def _connect(self, sock: socket.socket, connection: Connection) -> None:
+        assert self._loop is not None
+        try:
+            await self._loop.connect_accepted_socket(lambda: connection, sock)
+        except (OSError, asyncio.CancelledError):  # the peer went away meanwhile, or the server stops
+            sock.close()
+            connection.release()
+
+    def released(self, connection: Connection) -> None:
+        """`connection` ended: its place (and its address's) is free."""
+        self._by_ip[connection.ip] -= 1
+        if self._by_ip[connection.ip] <= 0:
+            del self._by_ip[connection.ip]
+        self._open -= 1
+        self._connections.discard(connection)
+        if not self._accepting and self._recheck is not None:
+            self._accept_again()
+
+    def _accept_again(self) -> None:
+        self._recheck = None
+        if self._listener is not None and self._loop is not None and not self._accepting:
+            self._loop.add_reader(self._listener.fileno(), self._accept_ready)
+            self._accepting = True
+
+    def _stop_accepting(self, recheck_s: float | None = None) -> None:
+        if self._accepting and self._listener is not None and self._loop is not None:
+            self._loop.remove_reader(self._listener.fileno())
+        self._accepting = False
+        if self._recheck is not None:
+            self._recheck.cancel()
+            self._recheck = None
+        if recheck_s is not None and self._loop is not None:
+            self._recheck = self._loop.call_later(recheck_s, self._accept_again)
+
+    def _log_rejected(self, ip: str, allowed: int) -> None:
+        """Kafka's line for a refused connection; a client refused in a loop gets one line
+        per REJECTED_LOG_S, with the count of those refused since."""
+        self.rejected += 1
+        last, unlogged = self._rejected_logged
+        now = time.monotonic()
+        if now - last < REJECTED_LOG_S:
+            self._rejected_logged = (last, unlogged + 1)
+            return
+        since = f" ({unlogged} more refused since the last line)" if unlogged else ""
+        logger.info("Rejected connection from /%s, address already has the configured maximum of %d connections.%s",
+                    ip, allowed, since)
+        self._rejected_logged = (now, 0)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on the first address `host` names ("" or "0.0.0.0": every IPv4 one)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(BACKLOG)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
 
 class Connection(asyncio.BufferedProtocol):
-    def __init__(self, server: Server) -> None:
+    # An idle connection is this object, its reader, its serving task and its transport (a
+    # few KB in all, tests/integration/test_connections.py): slots, and futures made only
+    # while someone waits, keep it small.
+    __slots__ = ("server", "ip", "_released", "reader", "frames", "queued_bytes", "peer", "client_host", "transport",
+                 "task", "_wake", "_write_waiters", "_reading_paused", "_ended", "_lost", "_answering", "_writer",
+                 "_waiting")
+
+    def __init__(self, server: Server, ip: str) -> None:
         self.server = server
-        self.reader = FrameReader(server.frame_bytes_max)
+        self.ip = ip  # counted under it (max.connections.per.ip)
+        self._released = False
+        self.reader = FrameReader(server.frame_bytes_max, server.chunk)
         self.frames: collections.deque[bytearray] = collections.deque()
         self.queued_bytes = 0
         self.peer = "?"  # "host:port" of the client, for log lines
         self.client_host = ""
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task[None] | None = None
-        self._arrived = asyncio.Event()  # a frame was queued, or the peer went away
-        self._writable = asyncio.Event()
-        self._writable.set()
+        self._wake: asyncio.Future[None] | None = None  # the serving task waits for a frame (or the end)
+        self._write_waiters: list[asyncio.Future[None]] | None = None  # while the socket takes no more: who waits
         self._reading_paused = False
         self._ended = False  # EOF or connection lost: no more frames will come
         self._lost = False
-        self._answering: collections.deque[asyncio.Task[Buffers | None]] = collections.deque()  # in request order
+        self._answering: list[asyncio.Task[Buffers | None]] = []  # in request order (PIPELINED_MAX at most)
         self._writer: asyncio.Task[None] | None = None  # writes the answers of _answering
         self._waiting: asyncio.Task[Buffers | None] | None = None  # the produce that has not appended yet
 
@@ -90,7 +247,6 @@ class Connection(asyncio.BufferedProtocol):
             self.peer = f"{peer[0]}:{peer[1]}"
             self.client_host = f"/{peer[0]}"  # Kafka shows hosts as "/address"
         self.server._connections.add(self)
-        self.server.accepted += 1
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -106,7 +262,7 @@ class Connection(asyncio.BufferedProtocol):
         if frames:
             self.frames.extend(frames)
             self.queued_bytes += sum(len(f) for f in frames)
-            self._arrived.set()
+            self._wake_up()
             if self.queued_bytes > READ_AHEAD_BYTES and self.transport is not None:
                 self.transport.pause_reading()
                 self._reading_paused = True
@@ -118,14 +274,23 @@ class Connection(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True  # requests read but not yet handled are dropped, as Kafka drops them
         self._end()
-        self._writable.set()
-        self.server._connections.discard(self)
+        self.resume_writing()
+        self.release()
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self.server.released(self)
 
     def pause_writing(self) -> None:
-        self._writable.clear()
+        if self._write_waiters is None:
+            self._write_waiters = []
 
     def resume_writing(self) -> None:
-        self._writable.set()
+        waiters, self._write_waiters = self._write_waiters, None
+        for waiter in waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -138,7 +303,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def _end(self) -> None:
         self._ended = True
-        self._arrived.set()
+        self._wake_up()
         if self._waiting is not None:  # a produce that has not appended yet (waiting for room)
             self._waiting.cancel()  # appends nothing now: its producer resends it elsewhere
 
@@ -170,7 +335,8 @@ class Connection(asyncio.BufferedProtocol):
         else:
             await self._written()
             self._write(await self.server.dispatcher.handle(frame, self.client_host))
-            await self._writable.wait()
+            if self._write_waiters is not None:
+                await self._writable()
 
     def _stop_answering(self) -> None:
         for task in self._answering:
@@ -187,7 +353,7 @@ class Connection(asyncio.BufferedProtocol):
         self._answering.append(task)
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write_answers())
-            self._writer.add_done_callback(lambda _: self._arrived.set())  # a failure ends the wait for frames
+            self._writer.add_done_callback(lambda _: self._wake_up())  # a failure ends the wait for frames
         self._waiting = task
         try:
             await asyncio.wait((task, released), return_when=asyncio.FIRST_COMPLETED)
@@ -209,9 +375,21 @@ class Connection(asyncio.BufferedProtocol):
     async def _write_answers(self) -> None:
         while self._answering:
             answer = await self._answering[0]
-            self._answering.popleft()
+            del self._answering[0]
             self._write(answer)
-            await self._writable.wait()
+            if self._write_waiters is not None:
+                await self._writable()
+
+    async def _writable(self) -> None:
+        """Return once the socket takes more (its buffer drained below the low-water mark)."""
+        if self._write_waiters is not None:
+            waiter = asyncio.get_running_loop().create_future()
+            self._write_waiters.append(waiter)
+            await waiter
+
+    def _wake_up(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
 
     async def _written(self) -> None:
         """Return once every answer handed to the writer is written (raise its error)."""
@@ -228,8 +406,11 @@ class Connection(asyncio.BufferedProtocol):
                 self._writer.result()  # an answer failed: its error ends the connection now
             if self._ended:
                 return None
-            self._arrived.clear()
-            await self._arrived.wait()
+            self._wake = asyncio.get_running_loop().create_future()
+            try:
+                await self._wake
+            finally:
+                self._wake = None
         frame = self.frames.popleft()
         self.queued_bytes -= len(frame)
         if self._reading_paused and self.queued_bytes <= READ_AHEAD_BYTES // 2 and self.transport is not None:

@@ -15,6 +15,11 @@ class GatewaySettings:
     auto_create_topics: bool = False
     default_partitions: int = 1
     fetch_wait_ms_max: int = 30_000
+    # Kafka's max.connections, max.connections.per.ip and max.connections.per.ip.overrides
+    # ("IP:count,..."), with Kafka's defaults (gateway/connection_limits.py).
+    max_connections: int = 2_147_483_647
+    max_connections_per_ip: int = 2_147_483_647
+    max_connections_per_ip_overrides: str = ""
     # More names the HTTP port's Host field may give ([http] allowed_hosts; "*": any), besides
     # its own (gateway/http/guard.py). Here, not in ServeConfig, so the port reads it from its context.
     http_allowed_hosts: tuple[str, ...] = ()

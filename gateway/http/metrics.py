@@ -88,7 +88,17 @@ class Collector:
                                      ("http", http_open, http_accepted)):
             open_now.add_metric([listener], now)
             accepted.add_metric([listener], since)
-        yield from (open_now, accepted)
+        rejected = CounterMetricFamily("martlet_connections_rejected",
+                                       "Kafka connections closed at once: their address had its max.connections.per.ip")
+        rejected.add_metric([], kafka.rejected)
+        buffers = GaugeMetricFamily("martlet_connection_buffer_bytes",
+                                    "Memory Kafka connections hold for data: in (the shared read chunk, frames on their "
+                                    "way in and read ahead), out (answers the sockets have not taken yet)",
+                                    labels=["direction"])
+        held_in, held_out = kafka.buffer_bytes()
+        buffers.add_metric(["in"], held_in)
+        buffers.add_metric(["out"], held_out)
+        yield from (open_now, accepted, rejected, buffers)
 
     def _topics(self) -> Iterator[Metric]:
         partitions = self.state.ctx.partitions

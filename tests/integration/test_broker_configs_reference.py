@@ -34,7 +34,7 @@ DYNAMIC = (2, 3)  # DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG
 CHANGES = [("log.retention.ms", SET, "1209600000"), ("broker.id", SET, "5"), ("unknown.config.x", SET, "1"),
            ("log.retention.ms", SET, "abc"), ("message.max.bytes", SET, "2000000"), ("num.partitions", SET, "3"),
            ("auto.create.topics.enable", SET, "false"), ("log.segment.bytes", SET, "100"),
-           ("log.retention.ms", SET, None)]
+           ("log.retention.ms", SET, None), ("max.connections", SET, "abc"), ("max.connections.per.ip", SET, "-1")]
 SET_HERE = ("log.retention.ms", "message.max.bytes", "unknown.config.x")
 
 

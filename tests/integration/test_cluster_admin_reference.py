@@ -29,7 +29,8 @@ STATIC = 4
 SAME_SOURCE = ("broker.id", "node.id", "process.roles", "listeners", "advertised.listeners", "log.dirs",
                "auto.create.topics.enable", "log.retention.bytes", "log.segment.bytes", "message.max.bytes",
                "socket.request.max.bytes", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
-               "group.max.size", "offsets.retention.minutes", "log.cleanup.policy", "log.message.timestamp.type")
+               "group.max.size", "offsets.retention.minutes", "log.cleanup.policy", "log.message.timestamp.type",
+               "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides")
 
 
 def _topic(prefix: str) -> str:
