@@ -13,7 +13,7 @@ the call does nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 
 _release: ContextVar[Callable[[], None] | None] = ContextVar("martlet_release", default=None)
 
@@ -24,6 +24,10 @@ def next_request_may_start() -> None:
         release()
 
 
-def handled_with(release: Callable[[], None]) -> None:
-    """Called by the connection in the task that handles one request."""
-    _release.set(release)
+def handled_with(release: Callable[[], None] | None) -> Token[Callable[[], None] | None]:
+    """Called by the connection around the start of one request (`reset` it after)."""
+    return _release.set(release)
+
+
+def reset(token: Token[Callable[[], None] | None]) -> None:
+    _release.reset(token)

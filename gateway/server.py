@@ -32,11 +32,13 @@ import errno
 import logging
 import socket
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any
 
 from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
-from .ordering import handled_with
+from .ordering import handled_with, reset
 from .protocol.codec import ProtocolError
 from .protocol.fetch_wire import Buffers
 from .protocol.framing import CHUNK_BYTES, FrameError, FrameReader
@@ -234,7 +236,9 @@ class Connection(asyncio.BufferedProtocol):
         self._reading_paused = False
         self._ended = False  # EOF or connection lost: no more frames will come
         self._lost = False
-        self._answering: list[asyncio.Task[Buffers | None]] = []  # in request order (PIPELINED_MAX at most)
+        # Answers in request order (PIPELINED_MAX at most): a produce request's task, or an
+        # answer that was ready while earlier ones still waited.
+        self._answering: list[asyncio.Task[Buffers | None] | Buffers | None] = []
         self._writer: asyncio.Task[None] | None = None  # writes the answers of _answering
         self._waiting: asyncio.Task[Buffers | None] | None = None  # the produce that has not appended yet
 
@@ -331,50 +335,76 @@ class Connection(asyncio.BufferedProtocol):
 
     async def _take(self, frame: bytearray) -> None:
         if _api_key(frame) == PRODUCE_KEY:
-            await self._start(frame)
+            await self._produce(frame)
         else:
             await self._written()
             self._write(await self.server.dispatcher.handle(frame, self.client_host))
-            if self._write_waiters is not None:
-                await self._writable()
+        if self._write_waiters is not None:
+            await self._writable()
 
     def _stop_answering(self) -> None:
-        for task in self._answering:
-            task.cancel()
+        for queued in self._answering:
+            if isinstance(queued, asyncio.Future):
+                queued.cancel()
         if self._writer is not None:
             self._writer.cancel()
 
-    async def _start(self, frame: bytearray) -> None:
-        """Hand a produce request over and return once it has appended (or is answered);
-        its answer is written in turn by the writer."""
-        loop = asyncio.get_running_loop()
-        released: asyncio.Future[None] = loop.create_future()
-        task = loop.create_task(self._handle(frame, released))
+    async def _produce(self, frame: bytearray) -> None:
+        """Run a produce request until it is answered or has appended; in the second case the
+        rest of it runs as a task whose answer the writer writes in turn.
+
+        It starts eagerly, in this task: an acks=1 request with room in memory (the usual
+        case) is answered without ever suspending, and so without a task, a future or a
+        wait of its own (each request paid those before: issue 47)."""
+        release = _Release()
+        token = handled_with(release)
+        try:
+            handling = self.server.dispatcher.handle(frame, self.client_host)
+            try:
+                waiting_on = handling.send(None)
+            except StopIteration as done:
+                self._answer(done.value)
+                return
+            task = asyncio.get_running_loop().create_task(_resumed(handling, waiting_on))
+        finally:
+            reset(token)
+        self._queue(task)
+        if not release.done:  # not appended yet: it waits (for room in memory, a topic, a partition)
+            self._waiting = task
+            try:
+                release.waiter = asyncio.get_running_loop().create_future()
+                await asyncio.wait((task, release.waiter), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                self._waiting = None
+        await self._pipelined_below_max()
+
+    def _answer(self, answer: Buffers | None) -> None:
+        """An answer ready now: written at once unless earlier ones still wait."""
+        if self._answering:
+            self._answering.append(answer)
+        else:
+            self._write(answer)
+
+    def _queue(self, task: asyncio.Task[Buffers | None]) -> None:
         self._answering.append(task)
         if self._writer is None or self._writer.done():
-            self._writer = loop.create_task(self._write_answers())
+            self._writer = asyncio.get_running_loop().create_task(self._write_answers())
             self._writer.add_done_callback(lambda _: self._wake_up())  # a failure ends the wait for frames
-        self._waiting = task
-        try:
-            await asyncio.wait((task, released), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            self._waiting = None
-        while len(self._answering) > PIPELINED_MAX and not self._writer.done():
-            await asyncio.wait((self._writer, self._answering[0]), return_when=asyncio.FIRST_COMPLETED)
-        if self._writer.done():
-            self._writer.result()  # the writer failed: raise its error here
 
-    async def _handle(self, frame: bytearray, released: asyncio.Future[None]) -> Buffers | None:
-        def release() -> None:
-            if not released.done():
-                released.set_result(None)
-
-        handled_with(release)
-        return await self.server.dispatcher.handle(frame, self.client_host)
+    async def _pipelined_below_max(self) -> None:
+        writer = self._writer
+        assert writer is not None
+        while len(self._answering) > PIPELINED_MAX and not writer.done():
+            head = self._answering[0]
+            waits = (writer, head) if isinstance(head, asyncio.Future) else (writer,)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if writer.done():
+            writer.result()  # the writer failed: raise its error here
 
     async def _write_answers(self) -> None:
         while self._answering:
-            answer = await self._answering[0]
+            head = self._answering[0]
+            answer = await head if isinstance(head, asyncio.Future) else head
             del self._answering[0]
             self._write(answer)
             if self._write_waiters is not None:
@@ -422,3 +452,37 @@ class Connection(asyncio.BufferedProtocol):
 def _api_key(frame: bytearray) -> int:
     """The request's api key (the first two bytes of its header); -1 for a runt frame."""
     return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+
+
+class _Release:
+    """What `next_request_may_start` calls for one produce request: it has appended."""
+
+    __slots__ = ("done", "waiter")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.waiter: asyncio.Future[None] | None = None  # set while the connection waits for it
+
+    def __call__(self) -> None:
+        self.done = True
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+
+@types.coroutine
+def _resumed(handling: Coroutine[Any, None, Buffers | None], waiting_on: Any) -> Generator[Any, None, Buffers | None]:
+    """The rest of a coroutine that ran eagerly until it suspended on `waiting_on` (what it
+    yielded to the event loop): a task runs it from there, as if it had run it from the start
+    (Python 3.12's eager tasks do the same)."""
+    try:
+        yield waiting_on
+    except GeneratorExit:
+        handling.close()
+        raise
+    except BaseException as error:  # noqa: BLE001 - cancelled while it waited: the coroutine hears it
+        try:
+            waiting_on = handling.throw(error)
+        except StopIteration as done:
+            return done.value
+        return (yield from _resumed(handling, waiting_on))
+    return (yield from handling)  # type: ignore[misc]  # a native coroutine, driven from a generator coroutine
