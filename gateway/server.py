@@ -483,6 +483,8 @@ def _resumed(handling: Coroutine[Any, None, Buffers | None], waiting_on: Any) ->
         try:
             waiting_on = handling.throw(error)
         except StopIteration as done:
-            return done.value
+            answer: Buffers | None = done.value
+            return answer
         return (yield from _resumed(handling, waiting_on))
-    return (yield from handling)  # type: ignore[misc]  # a native coroutine, driven from a generator coroutine
+    answered: Buffers | None = yield from handling  # a native coroutine, driven from a generator coroutine
+    return answered
