@@ -76,6 +76,7 @@ REFERENCE_STEPS = 10_000
 REQUESTS = 500
 REPEATS = 20
 WARMUP = 500
+GUARD_MARGIN = 0.25  # --check fails above the recorded figure by more than this
 Handle = Callable[[bytes | bytearray], Awaitable[Any]]
 
 
@@ -349,6 +350,7 @@ def to_json(measured: Measured, requests: int, repeats: int) -> dict[str, Any]:
             "harness_us": round(measured.harness_us, 2), "reference_us": round(measured.reference_us, 1),
             "reference_best_us": round(measured.reference_best_us, 1),
             "reference_samples_us": [round(s, 1) for s in measured.reference_samples_us],
+            "per_reference": {kind: round(value, 5) for kind, value in per_reference(measured).items()},
             "kinds": {kind: {"cpu_us": round(f.cpu_us, 2), "best_us": round(f.best_us, 2),
                              "loop_thread_us": round(f.loop_thread_us, 2),
                              "samples_us": [round(s, 2) for s in f.samples_us]}
@@ -376,7 +378,30 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=WARMUP, help=f"requests before timing (default {WARMUP})")
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"which to measure (default {','.join(KINDS)})")
     parser.add_argument("--json", metavar="PATH", help="also write the figures there as JSON")
+    parser.add_argument("--check", metavar="BASELINE",
+                        help="exit 1 if a kind's CPU per request, in units of the reference work, is more than "
+                             f"{GUARD_MARGIN:.0%} above the one recorded there (the CI guard)")
     return parser
+
+
+def per_reference(measured: Measured) -> dict[str, float]:
+    """Each kind's CPU per request in units of the reference work: the median over the repeats
+    of (the kind's figure / the reference timed right after it). A machine that runs slow, or
+    a slower machine, slows both, so CI machines can be held to one recorded figure."""
+    reference = measured.reference_samples_us
+    return {kind: statistics.median(sample / ref for sample, ref in zip(figure.samples_us, reference, strict=True))
+            for kind, figure in measured.figures.items()}
+
+
+def check(measured: Measured, baseline: dict[str, Any]) -> list[str]:
+    """What is more than GUARD_MARGIN above the baseline's figures (empty: all within)."""
+    found = per_reference(measured)
+    failures = []
+    for kind, recorded in baseline["per_reference"].items():
+        if kind in found and found[kind] > recorded * (1 + GUARD_MARGIN):
+            failures.append(f"{kind}: {found[kind]:.5f} reference units per request, {found[kind] / recorded:.2f}x the "
+                            f"recorded {recorded:.5f} (a margin of {GUARD_MARGIN:.0%} is allowed)")
+    return failures
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -392,6 +417,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.json, "w") as out:
             json.dump(to_json(measured, args.requests, args.repeats), out, indent=2)
             out.write("\n")
+    if args.check:
+        with open(args.check) as recorded:
+            failures = check(measured, json.load(recorded))
+        found = per_reference(measured)
+        print("per reference work: " + ", ".join(f"{kind} {value:.5f}" for kind, value in found.items()))
+        for failure in failures:
+            print(f"more CPU per request than recorded: {failure}")
+        return 1 if failures else 0
     return 0
 
 

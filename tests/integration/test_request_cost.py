@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,27 @@ def test_the_kio_request_is_the_one_the_codec_writes() -> None:
     body = build(request_type(request_cost.METADATA, request_cost.METADATA_VERSION),
                  {"topics": [{"name": "t"}], "allow_auto_topic_creation": False})
     assert request_cost.kio_request(body, 7) == encode_request(body, 7, request_cost.CLIENT_ID)[4:]
+
+
+BASELINE = Path(__file__).parents[2] / "compat" / "bench" / "request_cost_baseline.json"
+GUARD_TIMEOUT_S = 120.0
+
+
+def test_cpu_per_request_stays_within_a_quarter_of_the_recorded_figures(tmp_path) -> None:
+    """The guard (issue 47, point 3): CPU per Produce, Fetch and Metadata request in-process, in
+    units of a fixed piece of pure-Python work timed beside it (so a slower or busier machine
+    moves both), against compat/bench/request_cost_baseline.json; 25% above it fails. The
+    baseline changes only in a commit that says why."""
+    result = subprocess.run(
+        [sys.executable, "-m", "martlet.compat.bench.request_cost", "--requests", "300", "--repeats", "9",
+         "--check", str(BASELINE)],
+        capture_output=True, text=True, timeout=GUARD_TIMEOUT_S)
+    print(result.stdout)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+
+
+def test_the_guard_fails_a_cost_above_the_margin() -> None:
+    figure = request_cost.Figure(cpu_us=60.0, best_us=60.0, loop_thread_us=60.0, samples_us=[60.0, 60.0, 60.0])
+    measured = request_cost.Measured({"produce": figure}, 1.0, 1000.0, 1000.0, [1000.0, 1000.0, 1000.0])
+    assert request_cost.check(measured, {"per_reference": {"produce": 0.05}}) == []  # 1.2x: within
+    assert request_cost.check(measured, {"per_reference": {"produce": 0.04}})  # 1.5x: above
