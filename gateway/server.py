@@ -34,7 +34,6 @@ import socket
 import time
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any
 
 from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
@@ -470,7 +469,8 @@ class _Release:
 
 
 @types.coroutine
-def _resumed(handling: Coroutine[Any, None, Buffers | None], waiting_on: Any) -> Generator[Any, None, Buffers | None]:
+def _resumed(handling: Coroutine[object, None, Buffers | None],
+             waiting_on: object) -> Generator[object, None, Buffers | None]:
     """The rest of a coroutine that ran eagerly until it suspended on `waiting_on` (what it
     yielded to the event loop): a task runs it from there, as if it had run it from the start
     (Python 3.12's eager tasks do the same)."""
