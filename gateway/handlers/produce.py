@@ -108,6 +108,8 @@ def _leader_endpoints(ctx: Context, responses: list[TopicProduceAnswer]) -> list
     """KIP-951: the address of every node a NOT_LEADER_OR_FOLLOWER answer names as leader."""
     named = {p["current_leader"]["leader_id"] for topic in responses for p in topic["partition_responses"]
              if "current_leader" in p}
+    if not named:  # the usual case: no node to look up (ctx.cluster.alive() builds a list)
+        return []
     return [{"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
             for node in ctx.cluster.alive() if node.node_id in named]
 
