@@ -380,7 +380,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", metavar="PATH", help="also write the figures there as JSON")
     parser.add_argument("--check", metavar="BASELINE",
                         help="exit 1 if a kind's CPU per request, in units of the reference work, is more than "
-                             f"{GUARD_MARGIN:.0%} above the one recorded there (the CI guard)")
+                             f"{GUARD_MARGIN * 100:.0f}%% above the one recorded there (the CI guard)")
     return parser
 
 
