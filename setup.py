@@ -2,7 +2,7 @@
 
 from setuptools import find_packages, setup
 
-FOLDERS = ("gateway", "engine", "compat", "connectors", "records", "tools", "client")
+FOLDERS = ("cli", "broker", "gateway", "protocol", "engine", "compat", "connectors", "records", "tools", "client")
 
 packages = []
 package_dir = {}

@@ -13,7 +13,7 @@ import time
 
 from kio.schema.errors import ErrorCode
 
-from ..gateway.protocol.native import TopicLayout
+from ..protocol.native import TopicLayout
 from .brokers import Brokers
 from .errors import BrokerError, check
 from .loop import LoopThread

@@ -8,7 +8,7 @@ import functools
 import time
 from typing import Any
 
-from ..gateway.protocol.native import TopicLayout, decode_layout_answer, layout_request
+from ..protocol.native import TopicLayout, decode_layout_answer, layout_request
 from .connection import Connection
 from .errors import Disconnected
 

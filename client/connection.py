@@ -2,7 +2,7 @@
 correlation id (a broker answers one connection's requests in order, but nothing here
 depends on that).
 
-Kafka requests are built and read with the gateway's kio codec (martlet.gateway.protocol,
+Kafka requests are built and read with the gateway's kio codec (martlet.protocol,
 which imports no broker); Martlet's own (LAYOUT, WRITE) with protocol/native.py. A broken
 connection fails every request waiting on it with Disconnected: whether the broker took a
 request it was sending is then unknown, which the producer's resend protocol settles.
@@ -16,7 +16,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..gateway.protocol.codec import build, decode_response, encode_request, request_type
+from ..protocol.codec import build, decode_response, encode_request, request_type
 from .errors import Disconnected
 
 _SIZE = struct.Struct(">i")

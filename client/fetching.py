@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
 
-from ..gateway.protocol.native import TopicLayout
+from ..protocol.native import TopicLayout
 from ..records.control import ControlType
 from ..records.decode import control_marker, decode_records
 from ..records.header import HEADER_BYTES, BatchHeader, crc_ok, parse_header, peek_size

@@ -37,7 +37,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..gateway.protocol.native import TopicLayout, Write, Written, decode_write_answer, write_request
+from ..protocol.native import TopicLayout, Write, Written, decode_write_answer, write_request
 from ..records.build import Producer as ProducerFields
 from .batching import build_producer_batch
 from .brokers import Brokers

@@ -25,7 +25,7 @@ DIR (default ./martlet-cluster) holds:
     martlet-refzk-*/    ZooKeeper's and HDFS's folders (removed when they stop)
     martlet-refhdfs-*/
 
-The admins and brokers run this Python's ``-m martlet.gateway.cli``, or the command line in
+The admins and brokers run this Python's ``-m martlet.cli``, or the command line in
 ``$MARTLET_CLUSTER_COMMAND`` (tests put a stand-in there). ``main`` takes the arguments
 after ``cluster``.
 """

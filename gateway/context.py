@@ -20,8 +20,8 @@ from ..engine.api import (
     Transactions,
     store_location,
 )
+from ..protocol.apis import ApiKey, Served
 from .broker_dynamic import topic_defaults
-from .protocol.apis import ApiKey, Served
 from .settings import GatewaySettings
 
 

@@ -9,12 +9,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .context import Context
-from .handlers.api import Api
-from .handlers.versions import unsupported_version_answer
-from .http.stats import RequestStats
-from .protocol.apis import ApiKey
-from .protocol.codec import (
+from ..protocol.apis import ApiKey
+from ..protocol.codec import (
     ProtocolError,
     RequestHeader,
     build,
@@ -25,7 +21,11 @@ from .protocol.codec import (
     peek_header,
     response_type,
 )
-from .protocol.fetch_wire import Buffers
+from ..protocol.fetch_wire import Buffers
+from .context import Context
+from .handlers.api import Api
+from .handlers.versions import unsupported_version_answer
+from .http.stats import RequestStats
 
 
 class Dispatcher:

@@ -16,9 +16,9 @@ from kio.schema.errors import ErrorCode
 from kio.schema.write_txn_markers.v1.response import WriteTxnMarkersResponse
 
 from ..engine.api import NodeIdentity, RemoteMarkers, TopicPartition
+from ..protocol.apis import ApiKey
+from ..protocol.codec import build, decode_response, encode_request, request_type
 from .internal_topics import OFFSETS
-from .protocol.apis import ApiKey
-from .protocol.codec import build, decode_response, encode_request, request_type
 
 CALL_TIMEOUT_S = 10.0
 MARKERS_VERSION = 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 from types import ModuleType
 
+from ..protocol.apis import ApiKey
 from .handlers import (
     configs,
     consumer_groups,
@@ -24,7 +25,6 @@ from .handlers import (
     versions,
 )
 from .handlers.api import Api
-from .protocol.apis import ApiKey
 
 MODULES: tuple[ModuleType, ...] = (
     configs, consumer_groups, fetch, group_offsets, groups, log_dirs, metadata, native, offsets, produce, producers,

@@ -35,12 +35,12 @@ import time
 import types
 from collections.abc import Callable, Coroutine, Generator
 
+from ..protocol.codec import ProtocolError
+from ..protocol.fetch_wire import Buffers
+from ..protocol.framing import CHUNK_BYTES, FrameError, FrameReader
 from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
 from .ordering import handled_with, reset
-from .protocol.codec import ProtocolError
-from .protocol.fetch_wire import Buffers
-from .protocol.framing import CHUNK_BYTES, FrameError, FrameReader
 
 logger = logging.getLogger(__name__)
 READ_AHEAD_BYTES = 4 << 20  # whole frames read but not yet handled, per connection

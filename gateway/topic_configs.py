@@ -27,7 +27,7 @@ from decimal import Decimal
 
 from ..engine.api import ConfigValue, Kept, Overrides, Topic, TopicConfig
 from ..engine.api import errors as engine_errors
-from .protocol.answers import DescribeConfigsSynonymAnswer
+from ..protocol.answers import DescribeConfigsSynonymAnswer
 
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7  # Kafka's ConfigType
 TOPIC, STATIC, DEFAULT = 1, 4, 5  # Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG

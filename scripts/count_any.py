@@ -1,4 +1,4 @@
-"""Count `Any` in the function signatures of gateway/ and engine/, the two sides of the boundary.
+"""Count `Any` in the function signatures of the broker's rooms (gateway/, protocol/, broker/, engine/).
 
 For each folder it prints how many annotated parameters and returns there are, how many are
 annotated `Any` itself (`x: Any`, `-> Any | None`), and how many mention `Any` anywhere
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("gateway", "engine")
+FOLDERS = ("gateway", "protocol", "broker", "engine")
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The broker's CPU time per small request, in-process (issue 47): `python -m martlet.compat.bench.request_cost`.
 
-A real `Broker` (gateway/app.py) on the embedded default (a temporary data directory, the
+A real `Broker` (broker/app.py) on the embedded default (a temporary data directory, the
 local store) is started on this process's event loop (uvloop, as `martlet serve`), two
 topics of one partition are created, and pre-encoded request frames go straight into
 `Dispatcher.handle` in a loop: no sockets, so what is measured is decoding, the handler, the
@@ -55,9 +55,9 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 
 import martlet.gateway
-from martlet.gateway.app import Broker
-from martlet.gateway.config import ServeConfig
-from martlet.gateway.protocol.codec import build, request_type, response_type
+from martlet.broker.app import Broker
+from martlet.broker.config import ServeConfig
+from martlet.protocol.codec import build, request_type, response_type
 
 PRODUCE, FETCH, METADATA, CREATE_TOPICS = 0, 1, 3, 19
 PRODUCE_VERSION, FETCH_VERSION, METADATA_VERSION, CREATE_TOPICS_VERSION = 9, 12, 12, 5
@@ -105,7 +105,7 @@ class Measured:
 def _encode_request(body: Any, correlation_id: int) -> bytes:
     """A request frame without its size prefix (what Dispatcher.handle takes)."""
     try:
-        from martlet.gateway.protocol.codec import encode_request
+        from martlet.protocol.codec import encode_request
     except ImportError:  # before 2592001 (December 2) the codec wrote no requests
         return kio_request(body, correlation_id)
     return encode_request(body, correlation_id, CLIENT_ID)[4:]

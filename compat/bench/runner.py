@@ -39,7 +39,7 @@ QUIET_WINDOWS = 2  # ... for this many windows in a row
 # Kafka deletes a deleted topic's files file.delete.delay.ms later (60 s by default): work
 # that would land in Martlet's turn. The bench has it done at once, so settle() sees it.
 KAFKA_OVERRIDES = {"file.delete.delay.ms": 0}
-MARTLET_CMD = [sys.executable, "-m", "martlet.gateway.cli"]
+MARTLET_CMD = [sys.executable, "-m", "martlet.cli"]
 KAFKA_HEAP = "1g"  # kafka-server-start.sh's default
 REFERENCE = "kafka"  # the endpoint every ratio divides by
 Rows = list[dict[str, Any]]  # one per (round, endpoint, workload): name, metrics

@@ -23,7 +23,7 @@ HOST:PORT`` for a broker, ``martlet admin <id> running`` for an admin. Every wai
 A broker keeps its port and data dir for life, so ``start_broker`` after ``kill`` or
 ``stop_broker`` brings the same broker back, as a restarted machine would.
 
-The processes run this Python's ``-m martlet.gateway.cli``, or the command line in
+The processes run this Python's ``-m martlet.cli``, or the command line in
 ``$MARTLET_CLUSTER_COMMAND`` (a stand-in in tests, or another tree's martlet).
 """
 
@@ -67,9 +67,9 @@ class LocalClusterError(RuntimeError):
 def default_martlet_command() -> tuple[str, ...]:
     """The command line before ``admin``/``serve``: ``$MARTLET_CLUSTER_COMMAND`` (split as a
     shell would: tests put a stand-in there, or another tree's martlet), else this Python's
-    ``-m martlet.gateway.cli``."""
+    ``-m martlet.cli``."""
     override = os.environ.get(COMMAND_ENV)
-    return tuple(shlex.split(override)) if override else (sys.executable, "-m", "martlet.gateway.cli")
+    return tuple(shlex.split(override)) if override else (sys.executable, "-m", "martlet.cli")
 
 
 # ----------------------------------------------------------------------------------------

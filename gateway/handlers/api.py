@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
-from ..protocol.fetch_wire import Buffers
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ...protocol.fetch_wire import Buffers
 
 if TYPE_CHECKING:
     from ..context import Context

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ...engine.api import NodeIdentity
+from ...protocol.answers import DescribeConfigsResourceResultAnswer, DescribeConfigsSynonymAnswer
 from ..broker_dynamic import CLUSTER, DYNAMIC_DEFAULT, layers
 from ..context import Context
-from ..protocol.answers import DescribeConfigsResourceResultAnswer, DescribeConfigsSynonymAnswer
 from ..topic_configs import BY_ENGINE, Layers
 from .metadata import address
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
+from ...protocol.answers import DescribeConfigsResourceResultAnswer
 from ..context import Context
-from ..protocol.answers import DescribeConfigsResourceResultAnswer
 
 LOGGER_SOURCE = 6  # Kafka's ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG
 UNKNOWN_TYPE = 0

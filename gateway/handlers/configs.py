@@ -16,11 +16,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.incremental_alter_configs.v1.request import AlterableConfig, IncrementalAlterConfigsRequest
 
 from ...engine.api import Topic, errors
-from ..broker_dynamic import CLUSTER, changed, layers, topic_defaults
-from ..context import Context
-from ..internal_topics import INTERNAL_CONFIGS, WRITE_REFUSED, change_message, is_internal
-from ..mapping import error_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     AlterConfigsAnswer,
     AlterConfigsResourceAnswer,
     CreateTopicsCreatableTopicConfigsAnswer,
@@ -28,8 +24,12 @@ from ..protocol.answers import (
     DescribeConfigsResultAnswer,
     IncrementalAlterConfigsAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ..broker_dynamic import CLUSTER, changed, layers, topic_defaults
+from ..context import Context
+from ..internal_topics import INTERNAL_CONFIGS, WRITE_REFUSED, change_message, is_internal
+from ..mapping import error_code
 from ..topic_configs import Described, described, kafka_overrides, to_overrides
 from .api import handles
 from .broker_configs import READ_ONLY, BrokerNotFound, broker_entries, live_node

@@ -14,17 +14,17 @@ from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbea
 from kio.schema.errors import ErrorCode
 
 from ...engine.api import Assignment, ConsumerGroupView, GroupError, HeartbeatRequest, TopicLookup, Topics
-from ..context import Context
-from ..mapping import group_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     ConsumerGroupDescribeAnswer,
     ConsumerGroupDescribeAssignmentAnswer,
     ConsumerGroupDescribeDescribedGroupAnswer,
     ConsumerGroupHeartbeatAnswer,
     ConsumerGroupHeartbeatAssignmentAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ..context import Context
+from ..mapping import group_code
 from .api import handles
 from .common import millis
 

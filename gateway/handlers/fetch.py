@@ -34,10 +34,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v18.request import FetchRequest
 
 from ...engine.api import PartitionInfo, TopicPartition, errors
-from ..context import Context
-from ..internal_topics import READ_REFUSED, internal_by_id, is_internal
-from ..mapping import error_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     FetchableTopicAnswer,
     FetchAbortedTransactionAnswer,
     FetchAnswer,
@@ -45,9 +42,12 @@ from ..protocol.answers import (
     FetchPartitionDataAnswer,
     Records,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
-from ..protocol.fetch_wire import encode_fetch_response
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ...protocol.fetch_wire import encode_fetch_response
+from ..context import Context
+from ..internal_topics import READ_REFUSED, internal_by_id, is_internal
+from ..mapping import error_code
 from .api import Codec, handles
 from .common import epoch_error, millis
 

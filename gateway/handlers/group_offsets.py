@@ -26,9 +26,7 @@ from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
 from kio.schema.offset_fetch.v10.request import OffsetFetchRequest, OffsetFetchRequestGroup
 
 from ...engine.api import CommittedOffset, GroupError, Topic
-from ..context import Context
-from ..mapping import group_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     OffsetCommitAnswer,
     OffsetCommitTopicAnswer,
     OffsetDeleteAnswer,
@@ -38,9 +36,11 @@ from ..protocol.answers import (
     OffsetFetchPartitionsAnswer,
     OffsetFetchTopicsAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
-from ..protocol.subscription import subscription_topics
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ...protocol.subscription import subscription_topics
+from ..context import Context
+from ..mapping import group_code
 from .api import handles
 from .common import within
 

@@ -18,9 +18,7 @@ from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.sync_group.v5.request import SyncGroupRequest
 
 from ...engine.api import JoinRequest, SyncRequest
-from ..context import Context
-from ..mapping import group_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     DeleteGroupsAnswer,
     DeleteGroupsDeletableGroupResultAnswer,
     DescribeGroupsAnswer,
@@ -36,8 +34,10 @@ from ..protocol.answers import (
     ListGroupsListedGroupAnswer,
     SyncGroupAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ..context import Context
+from ..mapping import group_code
 from .api import handles
 from .common import millis
 

@@ -16,14 +16,14 @@ from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
 from kio.schema.errors import ErrorCode
 
 from ...engine.api import TopicPartition
-from ..context import Context
-from ..protocol.answers import (
+from ...protocol.answers import (
     DescribeLogDirsAnswer,
     DescribeLogDirsPartitionAnswer,
     DescribeLogDirsTopicAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ..context import Context
 from .api import handles
 
 UNKNOWN_BYTES = -1

@@ -32,10 +32,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 
 from ...engine.api import NodeIdentity, Topic, errors
-from ..context import Context
-from ..internal_topics import INTERNAL_CONFIGS, internal_by_id, internal_topic_id, is_internal
-from ..mapping import error_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     DescribeClusterAnswer,
     DescribeTopicPartitionsAnswer,
     DescribeTopicPartitionsCursorAnswer,
@@ -45,8 +42,11 @@ from ..protocol.answers import (
     MetadataPartitionAnswer,
     MetadataTopicAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ..context import Context
+from ..internal_topics import INTERNAL_CONFIGS, internal_by_id, internal_topic_id, is_internal
+from ..mapping import error_code
 from .api import handles
 
 UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition

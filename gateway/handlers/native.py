@@ -16,12 +16,9 @@ import uuid
 from kio.schema.errors import ErrorCode
 
 from ...engine.api import Durability, Topic, TopicPartition, errors
-from ...records.errors import InvalidBatch
-from ..context import Context
-from ..mapping import batch_code, error_code
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
-from ..protocol.native import (
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ...protocol.native import (
     NO_NODE,
     NO_PARENT,
     UNKNOWN,
@@ -34,6 +31,9 @@ from ..protocol.native import (
     encode_layout_answer,
     encode_write_answer,
 )
+from ...records.errors import InvalidBatch
+from ..context import Context
+from ..mapping import batch_code, error_code
 from .api import Codec, handles
 from .produce import Refused, prepared, room
 

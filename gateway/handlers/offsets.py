@@ -18,11 +18,7 @@ from kio.schema.list_offsets.v11.request import ListOffsetsPartition, ListOffset
 from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest, OffsetForLeaderPartition
 
 from ...engine.api import PartitionInfo, TopicPartition, errors
-from ...records.decode import record_times
-from ..context import Context
-from ..internal_topics import READ_REFUSED, WRITE_REFUSED, is_internal
-from ..mapping import error_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     DeleteRecordsAnswer,
     DeleteRecordsPartitionResultAnswer,
     DeleteRecordsTopicResultAnswer,
@@ -33,8 +29,12 @@ from ..protocol.answers import (
     OffsetForLeaderEpochEpochEndOffsetAnswer,
     OffsetForLeaderEpochOffsetForLeaderTopicResultAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ...records.decode import record_times
+from ..context import Context
+from ..internal_topics import READ_REFUSED, WRITE_REFUSED, is_internal
+from ..mapping import error_code
 from .api import handles
 from .common import epoch_error
 

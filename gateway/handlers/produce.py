@@ -37,6 +37,16 @@ import time
 from kio.schema.errors import ErrorCode
 
 from ...engine.api import Durability, Topic, TopicPartition, TxnError, errors
+from ...protocol.answers import (
+    PartitionProduceAnswer,
+    ProduceAnswer,
+    ProduceBatchIndexAndErrorMessageAnswer,
+    ProduceNodeEndpointAnswer,
+    TopicProduceAnswer,
+)
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ...protocol.produce_wire import PartitionData, ProduceRequest, TopicData, decode_produce, encode_produce_response
 from ...records.build import recompress
 from ...records.compression import NONE as UNCOMPRESSED
 from ...records.decode import decode_records, largest_record, record_times
@@ -47,16 +57,6 @@ from ..context import Context
 from ..internal_topics import WRITE_REFUSED, internal_by_id, is_internal
 from ..mapping import batch_code, error_code
 from ..ordering import next_request_may_start
-from ..protocol.answers import (
-    PartitionProduceAnswer,
-    ProduceAnswer,
-    ProduceBatchIndexAndErrorMessageAnswer,
-    ProduceNodeEndpointAnswer,
-    TopicProduceAnswer,
-)
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
-from ..protocol.produce_wire import PartitionData, ProduceRequest, TopicData, decode_produce, encode_produce_response
 from ..topic_configs import LONG_MAX, compression_of, decompressed_limit, timestamp_window
 from .api import Codec, handles
 from .common import millis

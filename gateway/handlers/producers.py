@@ -12,10 +12,10 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 
+from ...protocol.answers import InitProducerIdAnswer
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
 from ..context import Context
-from ..protocol.answers import InitProducerIdAnswer
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
 from .api import handles
 from .common import millis
 from .transactions import txn_code

@@ -28,8 +28,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 
 from ...engine.api import Topic, TopicPartition
-from ..context import Context
-from ..protocol.answers import (
+from ...protocol.answers import (
     AlterPartitionReassignmentsAnswer,
     AlterPartitionReassignmentsReassignablePartitionAnswer,
     AlterPartitionReassignmentsReassignableTopicAnswer,
@@ -40,8 +39,9 @@ from ..protocol.answers import (
     ListPartitionReassignmentsOngoingPartitionReassignmentAnswer,
     ListPartitionReassignmentsOngoingTopicReassignmentAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ..context import Context
 from .api import handles
 from .placement import alive_ids, replica_list_error
 

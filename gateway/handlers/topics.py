@@ -26,10 +26,7 @@ from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
 from kio.schema.errors import ErrorCode
 
 from ...engine.api import TopicPartition, errors
-from ..context import Context
-from ..internal_topics import WRITE_REFUSED, change_message, internal_by_id, is_internal
-from ..mapping import error_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     CreatePartitionsAnswer,
     CreatePartitionsTopicResultAnswer,
     CreateTopicsAnswer,
@@ -37,8 +34,11 @@ from ..protocol.answers import (
     DeleteTopicsAnswer,
     DeleteTopicsDeletableTopicResultAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ..context import Context
+from ..internal_topics import WRITE_REFUSED, change_message, internal_by_id, is_internal
+from ..mapping import error_code
 from ..topic_configs import to_overrides
 from .api import handles
 from .common import millis, within

@@ -35,18 +35,18 @@ from kio.schema.errors import ErrorCode
 from kio.schema.list_transactions.v2.request import ListTransactionsRequest
 
 from ...engine.api import TopicPartition, TxnMetadata, TxnState, errors
-from ..context import Context
-from ..internal_topics import OFFSETS, is_internal
-from ..mapping import error_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     DescribeProducersAnswer,
     DescribeProducersPartitionAnswer,
     DescribeTransactionsAnswer,
     DescribeTransactionsTransactionStateAnswer,
     ListTransactionsAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ..context import Context
+from ..internal_topics import OFFSETS, is_internal
+from ..mapping import error_code
 from .api import handles
 
 STATES = {state.value: state for state in TxnState}

@@ -27,10 +27,7 @@ from kio.schema.txn_offset_commit.v5.request import TxnOffsetCommitRequest
 from kio.schema.write_txn_markers.v2.request import WritableTxnMarker, WriteTxnMarkersRequest
 
 from ...engine.api import CommittedOffset, GroupError, TopicPartition, TxnAnswer, TxnError, errors
-from ..context import Context
-from ..internal_topics import OFFSETS
-from ..mapping import error_code, group_code
-from ..protocol.answers import (
+from ...protocol.answers import (
     AddOffsetsToTxnAnswer,
     AddPartitionsToTxnAnswer,
     AddPartitionsToTxnResultAnswer,
@@ -42,8 +39,11 @@ from ..protocol.answers import (
     WriteTxnMarkersWritableTxnMarkerResultAnswer,
     WriteTxnMarkersWritableTxnMarkerTopicResultAnswer,
 )
-from ..protocol.apis import ApiKey
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import ApiKey
+from ...protocol.codec import RequestHeader
+from ..context import Context
+from ..internal_topics import OFFSETS
+from ..mapping import error_code, group_code
 from .api import handles
 from .group_offsets import METADATA_BYTES_MAX
 

@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
-from ..context import Context
-from ..protocol.answers import (
+from ...protocol.answers import (
     ApiVersionsAnswer,
     ApiVersionsApiVersionAnswer,
     ApiVersionsFinalizedFeatureKeyAnswer,
     ApiVersionsSupportedFeatureKeyAnswer,
 )
-from ..protocol.apis import KAFKA_KEYS_END, ApiKey, Served
-from ..protocol.codec import RequestHeader
+from ...protocol.apis import KAFKA_KEYS_END, ApiKey, Served
+from ...protocol.codec import RequestHeader
+from ..context import Context
 from .api import handles
 
 

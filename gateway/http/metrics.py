@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from ...engine.api import LatencyHistogram, TopicPartition, memory_use, stuck_calls
-from ..protocol.apis import ApiKey
+from ...protocol.apis import ApiKey
 from .parser import Request
 from .response import Response
 from .routes import Router

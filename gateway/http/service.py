@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import socket
 
-from ..config import HTTP_DEFAULT, parse_address
 from . import api, groups, messages, metrics, static
 from .guard import Hosts
 from .routes import Router
@@ -58,22 +57,19 @@ class HttpPort:
         await self.server.stop()
 
 
-async def start_http(state: HttpState, listen: str) -> HttpPort | None:
-    """Serve the HTTP port at `listen` ("HOST:PORT"); None when it is off, or when the default
-    address is taken (a warning: another broker on this machine has it). Any other address
-    that cannot be bound raises OSError with the reason."""
-    if not listen:
-        return None
-    host, port = parse_address(listen)
+async def start_http(state: HttpState, host: str, port: int, *, optional: bool) -> HttpPort | None:
+    """Serve the HTTP port at host:port. When it cannot be bound: None with a warning if it is
+    `optional` (the default address, which another broker on this machine may have), else
+    OSError with the reason."""
     history = groups.LagHistory(state)
     server = HttpServer(router_for(state, history), hosts=OwnHosts(state, host))
     try:
         bound = await server.start(host, port)
     except OSError as error:
-        if listen != HTTP_DEFAULT:
-            raise OSError(f"cannot serve HTTP on {listen}: {error.strerror or error}") from None
-        logger.warning("running without the HTTP port: the default %s is taken (%s); set [http] listen or --http",
-                       listen, error.strerror or error)
+        if not optional:
+            raise OSError(f"cannot serve HTTP on {host}:{port}: {error.strerror or error}") from None
+        logger.warning("running without the HTTP port: the default %s:%d is taken (%s); set [http] listen or --http",
+                       host, port, error.strerror or error)
         return None
     state.http = f"{bound[0]}:{bound[1]}"
     state.http_connections = lambda: (server.connections, server.accepted)

@@ -16,10 +16,10 @@ from martlet.engine.settings import EngineSettings
 from martlet.engine.store.memory import MemoryStore
 from martlet.gateway.context import Context
 from martlet.gateway.dispatch import Dispatcher
-from martlet.gateway.protocol.codec import ProtocolError, build
-from martlet.gateway.protocol.framing import FrameError, FrameReader, frame
 from martlet.gateway.registry import apis
 from martlet.gateway.settings import GatewaySettings
+from martlet.protocol.codec import ProtocolError, build
+from martlet.protocol.framing import FrameError, FrameReader, frame
 from tests.unit.gateway.protocol.test_codec import encode_request
 
 FRAMES = 100_000

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from martlet.gateway.protocol.codec import decode_request, peek_header
+from martlet.protocol.codec import decode_request, peek_header
 
 SIZE = struct.Struct(">i")
 FRAME_BYTES_MAX = 128 * 1024 * 1024

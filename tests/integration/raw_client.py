@@ -17,7 +17,7 @@ from kio.index import load_response_schema
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.serial import entity_reader
 
-from martlet.gateway.protocol.codec import encode_request as codec_encode_request
+from martlet.protocol.codec import encode_request as codec_encode_request
 
 TIMEOUT_S = 10.0
 FRAME_BYTES_MAX = 64 * 1024 * 1024
@@ -169,7 +169,7 @@ def serving(client: RawClient, topics: dict[str, int]) -> bool:
     """Every partition of these topics (name -> partition count) has a leader in Metadata and
     answers ListOffsets: the reference Kafka names a new partition's leader a moment before the
     leader serves it, and a Produce or ListOffsets in between gets NOT_LEADER_OR_FOLLOWER."""
-    from martlet.gateway.protocol.codec import build, request_type
+    from martlet.protocol.codec import build, request_type
 
     metadata = client.request(build(request_type(3, 12), {"topics": [{"name": name} for name in topics]}))
     if not all(t.error_code == 0 and len(t.partitions) == topics[t.name] and all(p.leader_id >= 0 for p in t.partitions)

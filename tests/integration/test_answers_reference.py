@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from martlet.gateway.protocol.codec import build, request_type
+from martlet.protocol.codec import build, request_type
 from tests.fixtures.reference_pair import Both
 from tests.integration.raw_client import record_batch
 from tests.integration.test_cluster_admin_reference import _create

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from martlet.gateway.protocol.codec import build, request_type
+from martlet.protocol.codec import build, request_type
 from tests.fixtures.martlet import wait_until
 from tests.fixtures.reference_pair import Both
 from tests.integration.raw_client import RawClient, record_batch

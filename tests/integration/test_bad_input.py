@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kio.index import load_request_schema
 
-from martlet.gateway.protocol.codec import build
+from martlet.protocol.codec import build
 from tests.fixtures.martlet import MartletProcess, wait_until
 from tests.integration.raw_client import (
     RawClient,

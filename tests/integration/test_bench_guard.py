@@ -24,7 +24,7 @@ BENCH_TIMEOUT_S = 900.0
 
 def test_short_bench_keeps_at_least_half_the_recorded_ratios(tmp_path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "martlet.gateway.cli", "bench", "--quick", "--rounds", "3",
+        [sys.executable, "-m", "martlet.cli", "bench", "--quick", "--rounds", "3",
          "--workloads", GUARDED, "--check", str(BASELINE), "--json", str(tmp_path / "bench.json")],
         capture_output=True, text=True, timeout=BENCH_TIMEOUT_S)
     print(result.stdout)
@@ -41,7 +41,7 @@ def test_a_tiny_cluster_bench_runs_every_workload_and_checks_what_it_read_back(t
     and that the failover read back each acknowledged record exactly once, is."""
     out = tmp_path / "cluster.json"
     result = subprocess.run(
-        [sys.executable, "-m", "martlet.gateway.cli", "bench", "--cluster", "--quick", "--rounds", "1",
+        [sys.executable, "-m", "martlet.cli", "bench", "--cluster", "--quick", "--rounds", "1",
          "--produce-mb", "10", "--kills", "2", "--json", str(out)],
         capture_output=True, text=True, timeout=CLUSTER_BENCH_TIMEOUT_S)
     print(result.stdout)

@@ -17,7 +17,7 @@ BENCH_TIMEOUT_S = 120.0
 
 def test_native_bench_reports_throughput_latency_and_ratios(tmp_path) -> None:
     out = tmp_path / "native.json"
-    done = subprocess.run([sys.executable, "-m", "martlet.gateway.cli", "bench", "--native", "--quick", "--rounds", "1",
+    done = subprocess.run([sys.executable, "-m", "martlet.cli", "bench", "--native", "--quick", "--rounds", "1",
                            "--produce-mb", "5", "--json", str(out)],
                           capture_output=True, text=True, timeout=BENCH_TIMEOUT_S, check=False)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
@@ -39,6 +39,6 @@ def test_native_bench_reports_throughput_latency_and_ratios(tmp_path) -> None:
 
 
 def test_native_bench_refuses_what_it_cannot_take() -> None:
-    refused = subprocess.run([sys.executable, "-m", "martlet.gateway.cli", "bench", "--native", "--udp"],
+    refused = subprocess.run([sys.executable, "-m", "martlet.cli", "bench", "--native", "--udp"],
                              capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 2 and "--native starts its own broker" in refused.stderr

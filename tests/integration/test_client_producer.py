@@ -28,7 +28,7 @@ from martlet.client.admin import Admin
 from martlet.client.message import Message
 from martlet.client.producer import Producer, SimpleProducer
 from martlet.client.routing import Router
-from martlet.gateway.protocol.native import TopicLayout, Write, decode_write_answer, write_request
+from martlet.protocol.native import TopicLayout, Write, decode_write_answer, write_request
 from martlet.records.build import NewRecord, build_batch
 from tests.fixtures.martlet import wait_until
 

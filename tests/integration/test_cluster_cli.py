@@ -27,7 +27,7 @@ GONE_TIMEOUT_S = 30.0
 
 def cluster(*args: str, command: str = FAKE_MARTLET) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MARTLET_CLUSTER_COMMAND": command}
-    return subprocess.run([sys.executable, "-m", "martlet.gateway.cli", "cluster", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "martlet.cli", "cluster", *args], env=env,
                           capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, stdin=subprocess.DEVNULL)
 
 

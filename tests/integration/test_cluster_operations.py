@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from martlet.compat.bench.failover import leaders, wait_for
 from martlet.compat.reference.cluster import LocalCluster
 from martlet.compat.reference.kafka import run_tool
-from martlet.gateway.protocol.codec import build
+from martlet.protocol.codec import build
 from tests.integration.raw_client import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from martlet.gateway.protocol.codec import build, request_type
+from martlet.protocol.codec import build, request_type
 from martlet.records.build import NewRecord, build_batch
 from martlet.records.decode import decode_records
 from martlet.records.header import iter_batches

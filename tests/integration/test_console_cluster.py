@@ -35,7 +35,7 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 6
 RECORDS = 600
 WAIT_S = 60.0
-CLI = [sys.executable, "-m", "martlet.gateway.cli"]
+CLI = [sys.executable, "-m", "martlet.cli"]
 
 
 def get(http: str, path: str) -> Any:

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from martlet.gateway.protocol.codec import build, request_type
+from martlet.protocol.codec import build, request_type
 from tests.fixtures.martlet import MartletProcess, wait_until
 from tests.integration.raw_client import RawClient, serving
 from tests.integration.test_answers_reference import ORDER_FREE, _order, differences, shape

@@ -21,7 +21,7 @@ import pytest
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
-from martlet.gateway.protocol.codec import build
+from martlet.protocol.codec import build
 from tests.integration.raw_client import RawClient, serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]

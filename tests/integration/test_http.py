@@ -488,7 +488,7 @@ def test_an_explicit_port_taken_stops_the_start(tmp_path: Path) -> None:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "martlet.gateway.cli", "serve", "--listen", "127.0.0.1:0",
+        done = subprocess.run([sys.executable, "-m", "martlet.cli", "serve", "--listen", "127.0.0.1:0",
                                "--http", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "data")],
                               capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr[-2000:]

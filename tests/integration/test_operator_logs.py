@@ -42,7 +42,7 @@ pytestmark = pytest.mark.integration
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 WAIT_S = 30.0
-CLI = [sys.executable, "-m", "martlet.gateway.cli"]
+CLI = [sys.executable, "-m", "martlet.cli"]
 Entry = dict[str, Any]
 
 

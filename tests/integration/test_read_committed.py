@@ -19,10 +19,10 @@ import pytest
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
 
+from martlet.broker.app import Broker
+from martlet.broker.config import ServeConfig, with_listen
 from martlet.engine.api import TopicPartition
-from martlet.gateway.app import Broker
-from martlet.gateway.config import ServeConfig, with_listen
-from martlet.gateway.protocol.codec import build, request_type
+from martlet.protocol.codec import build, request_type
 from martlet.records.build import NewRecord, Producer, build_batch
 from tests.integration.clients import confluent_consumer
 from tests.integration.raw_client import RawClient

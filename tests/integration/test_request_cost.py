@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from martlet.compat.bench import request_cost
-from martlet.gateway.protocol.codec import build, encode_request, request_type
+from martlet.protocol.codec import build, encode_request, request_type
 from martlet.records.build import NewRecord, build_batch
 
 pytestmark = pytest.mark.integration

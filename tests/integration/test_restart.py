@@ -169,7 +169,7 @@ def test_idempotent_producer_across_restarts_has_no_duplicates_or_gaps(martlet_p
 
 def test_second_serve_on_the_same_data_dir_refuses(martlet_process) -> None:
     broker = martlet_process()
-    args = [sys.executable, "-m", "martlet.gateway.cli", "serve", "--listen", "127.0.0.1:0",
+    args = [sys.executable, "-m", "martlet.cli", "serve", "--listen", "127.0.0.1:0",
             "--data-dir", str(broker.data_dir)]
     try:
         second = subprocess.run(args, capture_output=True, timeout=SECOND_SERVE_TIMEOUT_S)

@@ -32,7 +32,7 @@ from tests.integration.clients import unique_topic
 
 pytestmark = pytest.mark.integration
 
-CLI = [sys.executable, "-m", "martlet.gateway.cli"]
+CLI = [sys.executable, "-m", "martlet.cli"]
 RUN_TIMEOUT_S = 60.0
 CLIENT_TIMEOUT_S = 30.0
 RECORDS_PER_PARTITION = 10

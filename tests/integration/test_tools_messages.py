@@ -27,7 +27,7 @@ from tests.integration.clients import unique_topic
 
 pytestmark = pytest.mark.integration
 
-CLI = [sys.executable, "-m", "martlet.gateway.cli"]
+CLI = [sys.executable, "-m", "martlet.cli"]
 RUN_TIMEOUT_S = 60.0
 CLIENT_TIMEOUT_S = 30.0
 UNREACHABLE_TIMEOUT_S = 1.0

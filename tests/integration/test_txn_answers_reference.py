@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from martlet.gateway.protocol.codec import build, request_type
+from martlet.protocol.codec import build, request_type
 from martlet.records.build import NewRecord, Producer, build_batch
 from tests.fixtures.martlet import wait_until
 from tests.integration.raw_client import RawClient, serving

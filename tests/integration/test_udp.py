@@ -218,10 +218,10 @@ def test_udp_is_off_by_default(martlet: MartletProcess) -> None:
 
 
 def test_bench_udp_reports_accepted_and_persisted() -> None:
-    done = subprocess.run([sys.executable, "-m", "martlet.gateway.cli", "bench", "--udp", "--datagrams", "2000",
+    done = subprocess.run([sys.executable, "-m", "martlet.cli", "bench", "--udp", "--datagrams", "2000",
                            "--rounds", "1"], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "accepted/s" in done.stdout and "persisted after" in done.stdout, done.stdout
-    refused = subprocess.run([sys.executable, "-m", "martlet.gateway.cli", "bench", "--datagrams", "5"],
+    refused = subprocess.run([sys.executable, "-m", "martlet.cli", "bench", "--datagrams", "5"],
                              capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 2 and "--datagrams takes a positive count, with --udp" in refused.stderr

@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field, is_optional
 
-from martlet.gateway.protocol.codec import RequestHeader, build_response, decode_request, encode_response, request_type
+from martlet.protocol.codec import RequestHeader, build_response, decode_request, encode_response, request_type
 
 SETTINGS = settings(max_examples=50, deadline=None, database=None)
 

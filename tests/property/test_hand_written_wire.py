@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kio.schema.produce.v9 import request as v9
 
 from martlet.gateway.handlers.common import millis
-from martlet.gateway.protocol.codec import (
+from martlet.protocol.codec import (
     ProtocolError,
     RequestHeader,
     build_response,
@@ -22,8 +22,8 @@ from martlet.gateway.protocol.codec import (
     encode_response,
     request_type,
 )
-from martlet.gateway.protocol.fetch_wire import encode_fetch_response
-from martlet.gateway.protocol.produce_wire import decode_produce, encode_produce_response
+from martlet.protocol.fetch_wire import encode_fetch_response
+from martlet.protocol.produce_wire import decode_produce, encode_produce_response
 from tests.property.test_codec_roundtrip import ERROR_CODES, I32, I64, MILLIS, SETTINGS, TEXT, encode_request, entities
 
 VERSIONS = [3, 5, 7, 8, 9, 10, 11, 12, 13]

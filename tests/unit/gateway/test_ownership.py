@@ -9,9 +9,9 @@ from martlet.engine.api import EmbeddedCluster, Engine, EngineSettings, ManualCl
 from martlet.engine.store.memory import MemoryStore
 from martlet.gateway.context import Context
 from martlet.gateway.dispatch import Dispatcher
-from martlet.gateway.protocol.codec import build, request_type
 from martlet.gateway.registry import apis
 from martlet.gateway.settings import GatewaySettings
+from martlet.protocol.codec import build, request_type
 from tests.integration.raw_client import decode_response, encode_request, record_batch
 from tests.unit.gateway.handlers.harness import NOW_MS, PRODUCE
 

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from martlet.gateway.config import ConfigError, from_document, with_udp
+from martlet.broker.config import ConfigError, from_document, with_udp
 from martlet.gateway.udp import (
     DATAGRAM_BYTES_MAX,
     KEY_BYTES_MAX,

@@ -99,14 +99,14 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return {"": parser}
 
 
-# The broker's own commands: their parsers (gateway/cli.py's `serve`, `admin` and `config` are its own).
+# The broker's own commands: their parsers (cli/main.py's `serve`, `admin` and `config` are its own).
 OWN_PARSERS = {"compat": "martlet.compat.cli", "bench": "martlet.compat.bench.cli", "export": "martlet.connectors.export",
                "cluster": "martlet.compat.cluster_cli"}
 
 
 def command_parser(tool: str) -> argparse.ArgumentParser:
     if tool in ("serve", "admin", "config"):
-        from martlet.gateway.cli import _parser
+        from martlet.cli.main import _parser
 
         return subcommands(_parser())[tool]
     module = importlib.import_module(OWN_PARSERS.get(tool, f"martlet.tools.{tool}"))
@@ -116,7 +116,7 @@ def command_parser(tool: str) -> argparse.ArgumentParser:
 
 
 def test_every_command_is_in_the_table() -> None:
-    from martlet.gateway.cli import _parser
+    from martlet.cli.main import _parser
 
     assert set(subcommands(_parser())) == set(COMMANDS)
 

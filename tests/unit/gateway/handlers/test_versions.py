@@ -6,9 +6,9 @@ import struct
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
-from martlet.gateway.protocol.apis import KAFKA_KEYS_END, ApiKey
-from martlet.gateway.protocol.codec import ProtocolError
 from martlet.gateway.registry import apis
+from martlet.protocol.apis import KAFKA_KEYS_END, ApiKey
+from martlet.protocol.codec import ProtocolError
 from tests.integration.raw_client import decode_response
 
 from .harness import API_VERSIONS, Broker

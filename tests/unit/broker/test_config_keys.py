@@ -4,8 +4,8 @@ README.md shows exactly what `martlet config` prints."""
 import tomllib
 from pathlib import Path
 
-from martlet.gateway.config import ServeConfig, from_document
-from martlet.gateway.config_keys import defaults_toml, undocumented
+from martlet.broker.config import ServeConfig, from_document
+from martlet.broker.config_keys import defaults_toml, undocumented
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 

@@ -5,7 +5,7 @@ from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
-from martlet.gateway.protocol.codec import (
+from martlet.protocol.codec import (
     ProtocolError,
     RequestHeader,
     build,

@@ -2,7 +2,7 @@
 
 import struct
 
-from martlet.gateway.protocol.subscription import subscription_topics
+from martlet.protocol.subscription import subscription_topics
 
 
 def subscription(version: int, topics: list[str], tail: bytes = b"") -> bytes:

@@ -8,8 +8,8 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .logs import FORMATS, LEVELS
-from .logs import configure as configure_logs
+from ..broker.logs import FORMATS, LEVELS
+from ..broker.logs import configure as configure_logs
 
 if TYPE_CHECKING:  # the engine loads only for the commands that run one: the tools start faster without it
     from ..engine.api import Store
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(tool.main(argv[1:]))
     args = _parser().parse_args(argv)
     if args.command == "config":
-        from .config_keys import defaults_toml
+        from ..broker.config_keys import defaults_toml
 
         print(defaults_toml(), end="")
         return 0
@@ -100,10 +100,10 @@ def _log_args(command: argparse.ArgumentParser) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from ..broker.app import Broker, run_until_signalled
+    from ..broker.config import ConfigError, load, with_http, with_listen, with_store, with_udp
     from ..engine.api import errors
-    from .app import Broker, run_until_signalled
-    from .config import ConfigError, load, with_http, with_listen, with_store, with_udp
-    from .connection_limits import raise_file_limit
+    from ..gateway.connection_limits import raise_file_limit
 
     configure_logs(args.log_format, args.log_level)
     try:
@@ -135,8 +135,8 @@ def serve(args: argparse.Namespace) -> int:
 def run_admin(args: argparse.Namespace) -> int:
     import signal
 
+    from ..broker.config import ConfigError
     from ..engine.api import admin
-    from .config import ConfigError
 
     configure_logs(args.log_format, args.log_level)
     try:
@@ -153,8 +153,8 @@ def run_admin(args: argparse.Namespace) -> int:
 
 def _admin_store(url: str) -> Store:
     """The admin only reads the store (the catalog): read-only on HDFS, so it never takes a lease."""
+    from ..broker.config import split_hdfs_url
     from ..engine.api import LocalStore, hdfs_store
-    from .config import split_hdfs_url
 
     if "://" not in url:
         return LocalStore(url)
@@ -172,6 +172,3 @@ def _use_uvloop() -> None:
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from martlet.gateway.logs import JsonFormatter, configure
+from martlet.broker.logs import JsonFormatter, configure
 
 
 def _record(message: str, *args: object, **extra: object) -> logging.LogRecord:

@@ -1,7 +1,7 @@
 """`martlet serve` settings: defaults, then the TOML config file, then command-line flags.
 
 The config file has six sections, [gateway], [http], [udp], [engine], [groups] and [topic_defaults];
-every key is optional. gateway/config_keys.py lists each key with its default and meaning, and
+every key is optional. broker/config_keys.py lists each key with its default and meaning, and
 `martlet config` prints them as a file.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
-from . import connection_limits
-from .broker_dynamic import static_limits
-from .settings import GatewaySettings
+from ..gateway import connection_limits
+from ..gateway.broker_dynamic import static_limits
+from ..gateway.settings import GatewaySettings
 
 HTTP_DEFAULT = "127.0.0.1:9644"
 HTTP_OFF = ("", "off")

@@ -11,8 +11,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig
+from ..gateway.settings import GatewaySettings
 from .config import ServeConfig
-from .settings import GatewaySettings
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

@@ -19,17 +19,17 @@ from ..engine.api import (
     store_location,
     timed_store,
 )
-from .broker_dynamic import connection_limits
-from .config import ServeConfig, parse_address, split_hdfs_url
-from .context import Context
-from .dispatch import Dispatcher
-from .http.service import HttpPort, start_http
-from .http.state import HttpState
-from .peers import send_markers
-from .registry import apis
-from .server import Server
-from .settings import GatewaySettings
-from .udp import UdpListener
+from ..gateway.broker_dynamic import connection_limits
+from ..gateway.context import Context
+from ..gateway.dispatch import Dispatcher
+from ..gateway.http.service import HttpPort, start_http
+from ..gateway.http.state import HttpState
+from ..gateway.peers import send_markers
+from ..gateway.registry import apis
+from ..gateway.server import Server
+from ..gateway.settings import GatewaySettings
+from ..gateway.udp import UdpListener
+from .config import HTTP_DEFAULT, ServeConfig, parse_address, split_hdfs_url
 
 logger = logging.getLogger(__name__)
 LOCK_PATH = "serve.lock"
@@ -102,7 +102,9 @@ class Broker:
         assert self.server is not None
         kind = "local" if self.config.store is None else "hdfs"
         self.http = HttpState(ctx, self.engine, "", kind, self.server, self.dispatcher.stats, self.store_stats)
-        self.http_server = await start_http(self.http, self.config.http_listen)
+        if self.config.http_listen:
+            host, port = parse_address(self.config.http_listen)
+            self.http_server = await start_http(self.http, host, port, optional=self.config.http_listen == HTTP_DEFAULT)
 
     def _published_http(self, advertised_host: str) -> str | None:
         """The HTTP address other brokers are told: the bound one, except that a wildcard host

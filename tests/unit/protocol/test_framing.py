@@ -1,6 +1,6 @@
 import pytest
 
-from martlet.gateway.protocol.framing import FrameError, FrameReader, frame
+from martlet.protocol.framing import FrameError, FrameReader, frame
 
 
 def test_frames_split_across_reads_are_reassembled():

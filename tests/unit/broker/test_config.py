@@ -1,6 +1,6 @@
 import pytest
 
-from martlet.gateway.config import ConfigError, from_document, parse_address
+from martlet.broker.config import ConfigError, from_document, parse_address
 
 
 def test_sections_fill_settings():

@@ -1,4 +1,4 @@
-"""The native SDK's wire (gateway/protocol/native.py): what one side writes the other reads,
+"""The native SDK's wire (protocol/native.py): what one side writes the other reads,
 and a malformed request is a ProtocolError, never another exception."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from martlet.gateway.protocol.codec import ProtocolError, RequestHeader
-from martlet.gateway.protocol.native import (
+from martlet.protocol.codec import ProtocolError, RequestHeader
+from martlet.protocol.native import (
     LAYOUT_KEY,
     WRITE_KEY,
     PartitionLayout,

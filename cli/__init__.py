@@ -1,0 +1,1 @@
+"""The `martlet` command: `python -m martlet.cli` or the installed `martlet`."""
