@@ -1,7 +1,7 @@
 """Every key of the `martlet serve --config` file, with its default and what it does.
 
 `martlet config` prints this as a TOML file whose values are the defaults, and README.md's
-configuration section is that output (tests/unit/gateway/test_config_keys.py holds the two
+configuration section is that output (tests/unit/broker/test_config_keys.py holds the two
 together and fails on a settings field without a note here).
 """
 
