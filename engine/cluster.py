@@ -21,21 +21,21 @@ must not block.
 from __future__ import annotations
 
 import base64
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from .ids import Ids
 from .types import TopicPartition
 
 EMBEDDED_NODE_ID = 1  # the node id a single broker advertises (Kafka's broker.id)
 
 
-def new_cluster_id() -> str:
+def new_cluster_id(ids: Ids) -> str:
     """A new cluster id as Kafka makes them: a random UUID in URL-safe base64."""
     cluster_id = "-"
     while cluster_id.startswith("-"):  # as Kafka's ids: a leading '-' reads as a CLI option
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = base64.urlsafe_b64encode(ids.uuid().bytes).decode().rstrip("=")
     return cluster_id
 
 

@@ -16,7 +16,8 @@ from .catalog.catalog import Catalog
 from .clock import Clock, SystemClock
 from .cluster import ClusterView, EmbeddedCluster, NodeIdentity, new_cluster_id
 from .coordination.layout import unit_key
-from .groups.service import Groups, Shards
+from .groups.service import Groups, MemberIds, Shards
+from .ids import Ids, RandomIds
 from .ownership import Ownership
 from .partition.memory import MemoryPool
 from .partition.partition import close_logs
@@ -45,10 +46,11 @@ READ_AHEAD_SHARE = 4  # at most this fraction of the memory budget is read ahead
 
 class Engine:
     def __init__(self, store: Store, settings: EngineSettings, clock: Clock | None = None,
-                 cluster: ClusterView | None = None) -> None:
+                 cluster: ClusterView | None = None, ids: Ids | None = None) -> None:
         self.store = store
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
+        self.ids: Ids = ids or RandomIds()
         self.cluster: ClusterView = cluster or EmbeddedCluster()  # who serves what (engine/cluster.py)
         self.producer_ids = ProducerIds(store)
         self.pool = MemoryPool(settings.memory_bytes, self.clock.monotonic)
@@ -69,7 +71,7 @@ class Engine:
                                      lambda tp: self.cluster.owns(tp.topic, tp.partition))
         opener = PartitionOpener(logs_store, self.pool, settings.index_interval_bytes, self.clock.now_ms,
                                  shared=not isinstance(self.cluster, EmbeddedCluster))
-        self.topics = Topics(Catalog(store, settings.owner, settings.topic_partitions_max), self.partitions,
+        self.topics = Topics(Catalog(store, settings.owner, settings.topic_partitions_max, self.ids.uuid), self.partitions,
                              settings.topic_defaults, opener, self.cluster)
         self._retention_task: asyncio.Task[None] | None = None
         self._compaction_task: asyncio.Task[None] | None = None
@@ -84,11 +86,11 @@ class Engine:
     def open(self) -> None:
         """Load topics and offsets and open every partition: start-up store work, done before
         anything is served."""
-        self.cluster_id = self.cluster.cluster_id() or _cluster_id(self.store)
+        self.cluster_id = self.cluster.cluster_id() or _cluster_id(self.store, self.ids)
         self.topics.open_all()
         settings = self.settings
         self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms,
-                             shards=Shards(settings.offsets_shards, self.cluster.owns_shard))
+                             ids=MemberIds.drawn_from(self.ids), shards=Shards(settings.offsets_shards, self.cluster.owns_shard))
         self.transactions = Transactions(self.groups, self.partitions, self.producer_ids, self.cluster,
                                          self.clock.now_ms, TIMEOUT_MS_MAX)
 
@@ -197,11 +199,11 @@ class Engine:
                 logger.info("compaction rewrote %d segments", cleaned)
 
 
-def _cluster_id(store: Store) -> str:
+def _cluster_id(store: Store, ids: Ids) -> str:
     """The store's cluster id (Kafka's), made on first start."""
     if store.exists(CLUSTER_ID_PATH):
         return read_whole(store, CLUSTER_ID_PATH).decode().strip()
-    cluster_id = new_cluster_id()
+    cluster_id = new_cluster_id(ids)
     write_atomically(store, CLUSTER_ID_PATH, cluster_id.encode())
     return cluster_id
 

@@ -23,13 +23,13 @@ import os
 import socket
 import threading
 import time
-import uuid
 from dataclasses import dataclass, replace
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from ..catalog.catalog import Catalog
+from ..clock import Clock, SystemClock
 from ..coordination.layout import (
     ADMIN_LEADER,
     ASSIGNMENTS,
@@ -47,6 +47,7 @@ from ..coordination.layout import (
 )
 from ..coordination.member import RECONNECT
 from ..groups.shards import COUNT_PATH, SHARDS_DEFAULT
+from ..ids import Ids, RandomIds
 from ..store.atomic import read_whole
 from ..store.base import Store
 from ..types import TopicPartition
@@ -74,17 +75,17 @@ class Round:
 
 class Admin:
     def __init__(self, zookeeper: str, store: Store, session_ms: int = 3000, interval_s: float = 3.0,
-                 policy: Policy | None = None, balance_every_s: float = BALANCE_EVERY_S) -> None:
+                 policy: Policy | None = None, clock: Clock | None = None, ids: Ids | None = None) -> None:
         hosts, self._root = split_zookeeper(zookeeper)
         self._zk = KazooClient(hosts=hosts, timeout=session_ms / 1000, connection_retry=RECONNECT)
         self._catalog = Catalog(store, owner="admin")
         self._store = store
         self._interval_s = interval_s
         self._policy = policy or Policy(tolerance=TOLERANCE)
-        self._balance_every_s = balance_every_s
+        self._clock: Clock = clock or SystemClock()
         self._balanced_at = float("-inf")
         self._smoothed: dict[str, Load] = {}  # measured load per unit, smoothed over reports
-        self.admin_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.admin_id = f"{socket.gethostname()}-{os.getpid()}-{(ids or RandomIds()).uuid().hex[:6]}"
         self._stop = threading.Event()
         self._dirty = threading.Event()
         self._connected = threading.Event()
@@ -203,11 +204,11 @@ class Admin:
         wanted: dict[Unit, int] = {key: node for key, node in requested.items() if key in units}
         loads: dict[Unit, Load] = {key: load for key, load in self._smooth(units).items()}
         where: dict[Unit, int] = {key: node for key, node in current.items()}
-        balancing = time.monotonic() - self._balanced_at >= self._balance_every_s
+        balancing = self._clock.monotonic() - self._balanced_at >= BALANCE_EVERY_S
         policy = self._policy if balancing else replace(self._policy, balance_moves_max=0)
         placement = place(states, loads, where, wanted, policy=policy)
         if balancing:
-            self._balanced_at = time.monotonic()
+            self._balanced_at = self._clock.monotonic()
         decided_ms = (time.perf_counter() - began) * 1000
         count = self._write(placement, alive, written)
         self._settle_requests(requested, placement)

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from ..errors import InvalidPartitionCount, TopicExists, UnknownTopic
+from ..ids import RandomIds
 from ..store.atomic import read_whole, write_atomically
 from ..store.base import Store
 from .config import TopicConfig
@@ -88,9 +89,9 @@ def compare(before: dict[str, Topic], after: dict[str, Topic]) -> CatalogChanges
 
 class Catalog:
     def __init__(self, store: Store, owner: str, partitions_max: int = SLOTS,
-                 new_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+                 new_uuid: Callable[[], uuid.UUID] | None = None) -> None:
         self.store = store
-        self.new_uuid = new_uuid  # injected, so tests can name resources deterministically
+        self.new_uuid = new_uuid or RandomIds().uuid  # injected (engine/ids.py), so tests can name resources deterministically
         self.owner = owner
         self.partitions_max = min(partitions_max, SLOTS)
         self._topics: dict[str, Topic] = {}

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import InvalidName
+from ..ids import RandomIds
 
 NAME_CHARS_MAX = 249
 _LEGAL = re.compile(r"[A-Za-z0-9._-]+")
@@ -46,10 +47,10 @@ class ResourceName:
     uid: uuid.UUID
 
     @classmethod
-    def new(cls, owner: str, name: str, new_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> ResourceName:
+    def new(cls, owner: str, name: str, new_uuid: Callable[[], uuid.UUID] | None = None) -> ResourceName:
         check_owner(owner)
         check_name(name)
-        return cls(owner, name, new_uuid())
+        return cls(owner, name, (new_uuid or RandomIds().uuid)())
 
     @classmethod
     def parse(cls, text: str) -> ResourceName:

@@ -33,7 +33,6 @@ import asyncio
 import logging
 import socket
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
@@ -41,7 +40,9 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import LockTimeout, NodeExistsError, NoNodeError
 from kazoo.recipe.lock import Lock
 
+from ..clock import Clock, SystemClock
 from ..cluster import ClusterChange, ClusterListener, Listeners, NodeIdentity, new_cluster_id
+from ..ids import Ids, RandomIds
 from ..types import TopicPartition
 from .layout import (
     ADDRESSES,
@@ -91,12 +92,15 @@ Traffic = Callable[[], tuple[dict[str, int], dict[str, int], int, dict[str, int]
 class ZooKeeperCluster:
     """ClusterView of a broker in a ZooKeeper-coordinated cluster."""
 
-    def __init__(self, zookeeper: str, session_ms: int = 6000, report_ms: int = 3000, rack: str | None = None) -> None:
+    def __init__(self, zookeeper: str, session_ms: int = 6000, report_ms: int = 3000, rack: str | None = None,
+                 clock: Clock | None = None, ids: Ids | None = None) -> None:
+        self._clock: Clock = clock or SystemClock()
+        self._ids: Ids = ids or RandomIds()
         self._hosts, self._root = split_zookeeper(zookeeper)
         self.session_ms = session_ms
         self.report_ms = min(report_ms, session_ms // 3)  # several reports per session timeout
-        self._confirmed = time.monotonic()  # when ZooKeeper last answered us
-        self._ticked = time.monotonic()  # the event loop's last tick (a freeze shows as an old tick)
+        self._confirmed = self._clock.monotonic()  # when ZooKeeper last answered us
+        self._ticked = self._clock.monotonic()  # the event loop's last tick (a freeze shows as an old tick)
         self._frozen_at: float | None = None  # when a freeze was seen; appends wait for ZooKeeper
         self._rack = rack
         self._machine = socket.gethostname()
@@ -118,7 +122,7 @@ class ZooKeeperCluster:
         self._topic_lock: Lock | None = None
         self.traffic: Traffic = lambda: ({}, {}, 0, {})
         self.connections: Callable[[], int] = lambda: 0
-        self._counted: tuple[float, dict[str, int], dict[str, int]] = (time.monotonic(), {}, {})
+        self._counted: tuple[float, dict[str, int], dict[str, int]] = (self._clock.monotonic(), {}, {})
         # Set by the engine: called on the loop with this node's assignment, and when fenced.
         self.on_assignment: Callable[[Assignment], None] = lambda assignment: None
         self.on_fenced: Callable[[], None] = lambda: None
@@ -200,7 +204,7 @@ class ZooKeeperCluster:
         """Made once by the first broker (a create that only one can win), then read."""
         path = self.path(CLUSTER_ID)
         try:
-            self._zk.create(path, new_cluster_id().encode())
+            self._zk.create(path, new_cluster_id(self._ids).encode())
         except NodeExistsError:
             pass
         return self._zk.get(path)[0].decode()  # type: ignore[no-any-return]
@@ -232,7 +236,7 @@ class ZooKeeperCluster:
         - the connection looks up but ZooKeeper has not answered for a session timeout.
         A ZooKeeper outage is neither (the loop ticks, the connection is down): the node keeps
         serving what it holds, and the store fences it if its partitions move meanwhile."""
-        now = time.monotonic()
+        now = self._clock.monotonic()
         if now - self._ticked > self.session_ms / 1000:
             self._frozen_at = now
         if self._frozen_at is not None:
@@ -242,7 +246,7 @@ class ZooKeeperCluster:
         return bool(self._zk.state != KazooState.CONNECTED)
 
     def _tick(self) -> None:
-        now = time.monotonic()
+        now = self._clock.monotonic()
         if now - self._ticked > self.session_ms / 1000:  # the loop may run timers before reading sockets
             self._frozen_at = now
         self._ticked = now
@@ -251,7 +255,7 @@ class ZooKeeperCluster:
 
     def _confirm(self) -> None:
         """Refresher thread: ZooKeeper answered."""
-        self._confirmed = time.monotonic()
+        self._confirmed = self._clock.monotonic()
         frozen_at = self._frozen_at
         if frozen_at is not None and self._confirmed > frozen_at:
             self._frozen_at = None
@@ -302,7 +306,7 @@ class ZooKeeperCluster:
     def _record(self) -> BrokerRecord:
         """This node as the admin sees it; rates are bytes/s since the previous record."""
         total_in, total_out, memory, sessions = self.traffic()
-        now = time.monotonic()
+        now = self._clock.monotonic()
         then, last_in, last_out = self._counted
         self._counted = (now, total_in, total_out)
         span = max(now - then, 0.001)

@@ -45,11 +45,11 @@ import builtins
 import contextlib
 import functools
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..ids import Ids, RandomIds
 from ..store.base import Store
 from ..types import TopicPartition
 from .classic import ClassicCoordinator, GroupLimits
@@ -81,14 +81,6 @@ RECORD_WAIT_S = 5.0  # the longest a reply waits for its group records (Kafka's 
 logger = logging.getLogger(__name__)
 
 
-def random_member_id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4()}"
-
-
-def random_consumer_member_id() -> str:
-    return str(uuid.uuid4())
-
-
 # How a consumer group looks to the classic APIs (DescribeGroups, the GroupView callers).
 _CLASSIC_STATE = {
     ConsumerGroupState.EMPTY: GroupState.EMPTY,
@@ -103,8 +95,13 @@ _CLASSIC_STATE = {
 class MemberIds:
     """Where new member ids come from (randomness is injected: tests count instead)."""
 
-    classic: Callable[[str], str] = random_member_id  # from the client id, as Kafka does
-    consumer: Callable[[], str] = random_consumer_member_id
+    classic: Callable[[str], str]  # from the client id, as Kafka does
+    consumer: Callable[[], str]
+
+    @classmethod
+    def drawn_from(cls, ids: Ids) -> MemberIds:
+        """A classic member's id is "<client id>-<uuid>", a KIP-848 member's a bare uuid."""
+        return cls(lambda prefix: f"{prefix}-{ids.uuid()}", lambda: str(ids.uuid()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +114,10 @@ class Shards:
 
 class Groups:
     def __init__(self, store: Store, limits: GroupLimits, now_ms: Callable[[], int], offsets_retention_ms: int,
-                 consumer_limits: ConsumerGroupLimits | None = None, ids: MemberIds = MemberIds(),
+                 consumer_limits: ConsumerGroupLimits | None = None, ids: MemberIds | None = None,
                  shards: Shards = Shards()) -> None:
         self.now_ms = now_ms
+        ids = ids or MemberIds.drawn_from(RandomIds())
         self.machine = ClassicCoordinator(limits, ids.classic)
         self.consumer = ConsumerCoordinator(consumer_limits or ConsumerGroupLimits(), ids.consumer)
         self.offsets = OffsetShards.open(store, now_ms, shards.count, shards.owns)

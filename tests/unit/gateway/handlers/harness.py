@@ -14,6 +14,7 @@ from typing import Any
 
 from martlet.engine.clock import ManualClock
 from martlet.engine.cluster import ClusterView
+from martlet.engine.ids import CountingIds
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store.base import Store
@@ -37,7 +38,7 @@ class Broker:
     def __init__(self, store: Store | None = None, engine_settings: EngineSettings | None = None,
                  cluster: ClusterView | None = None, **settings: Any) -> None:
         engine_settings = engine_settings or EngineSettings(topic_partitions_max=64)
-        self.engine = Engine(store or MemoryStore(), engine_settings, ManualClock(NOW_MS), cluster)
+        self.engine = Engine(store or MemoryStore(), engine_settings, ManualClock(NOW_MS), cluster, CountingIds())
         self.loop = asyncio.new_event_loop()
         self.engine.open()
         self.loop.run_until_complete(self._start())
