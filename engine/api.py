@@ -31,7 +31,7 @@ from .groups.types import (
     TopicLookup,
 )
 from .log.producers import ActiveProducer
-from .partitions import Appended, Durability, PartitionInfo, Partitions
+from .partitions import Appended, Durability, Fetched, PartitionInfo, Partitions
 from .producer_ids import ProducerIds
 from .service import Engine
 from .settings import EngineSettings
@@ -99,7 +99,7 @@ __all__ = [
     "EMBEDDED_NODE_ID", "ClusterView", "ConfigValue", "Dynamic", "EmbeddedCluster", "Kept", "NodeIdentity", "Overrides",
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
     "Engine", "EngineSettings", "GROUP_SEGMENT_BYTES", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
-    "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
+    "Fetched", "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
     "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "RemoteMarkers", "Transactions", "TxnAnswer", "TxnError",
     "TxnMetadata", "TxnState", "admin", "cluster_member", "errors",
     "LatencyHistogram", "StoreStats", "StuckCalls", "stuck_calls", "timed_store",

@@ -84,6 +84,15 @@ class StaleSession(EngineError):
         self.checkpoint = checkpoint
 
 
+class OlderSession(EngineError):
+    """A reader named a partition session S older than the current one (Kafka's leader epoch,
+    KIP-320): the partition moved since it last looked."""
+
+
+class NewerSession(EngineError):
+    """A reader named a partition session S newer than this node's: this node is behind."""
+
+
 class PartitionClosed(EngineError):
     """The partition was closed (topic deleted, broker stopping) while a caller waited."""
 

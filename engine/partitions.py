@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ..records.header import BatchHeader, Buffer, record_count
-from .errors import DuplicateBatch, NotServedHere, PartitionClosed, UnknownPartition
+from .errors import DuplicateBatch, NewerSession, NotServedHere, OlderSession, PartitionClosed, UnknownPartition
 from .log.producers import ActiveProducer
 from .partition.memory import MemoryPool
 from .partition.partition import Partition
@@ -54,6 +54,17 @@ class PartitionInfo:
     high_watermark: int  # consumers read below it: C, or end_offset on a topic with visibility "memory"
     last_stable: int  # read-committed consumers read below it: the first offset of an undecided transaction, or the high watermark
     unpersisted_bytes: int = 0  # taken in, not yet on the store (memory only)
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """One partition's part of a fetch: the records and the offsets they were read under."""
+
+    records: Buffer
+    high_watermark: int
+    last_stable: int
+    start_offset: int
+    aborted: list[tuple[int, int]]  # read-committed: (producer id, first offset) to skip; else empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +195,26 @@ class Partitions:
             self.bytes_out[tp] = self.bytes_out.get(tp, 0) + len(data)
             self.records_out[tp] = self.records_out.get(tp, 0) + record_count(data)
         return data
+
+    async def fetch(self, tp: TopicPartition, offset: int, session: int, max_bytes: int, *,
+                    first: bool, committed: bool) -> Fetched:
+        """A consumer's read of one partition, in one call: whole batches from `offset` up to
+        `max_bytes` (read below the last stable offset if `committed`, with the aborted
+        transactions they overlap), and the offsets they were read under. `session` is the S
+        the reader names (-1: any), refused with OlderSession or NewerSession when it is not
+        the current one. The `first` partition of an answer gets its first batch whole even
+        past `max_bytes`; any other gets nothing rather than more than `max_bytes`."""
+        partition = self._get(tp)
+        if session >= 0 and session != partition.session:
+            raise OlderSession(tp) if session < partition.session else NewerSession(tp)
+        records: Buffer = b""
+        if max_bytes > 0 or first:
+            records = await self.read(tp, offset, max(max_bytes, 1), committed)
+            partition = self._get(tp)  # after the read: the high watermark covers what it returned
+            if len(records) > max_bytes and not first:
+                records = b""
+        aborted = self.aborted_transactions(tp, offset, records) if committed else []
+        return Fetched(records, partition.high_watermark, partition.last_stable, partition.start_offset, aborted)
 
     def aborted_transactions(self, tp: TopicPartition, offset: int, data: Buffer) -> list[tuple[int, int]]:
         """(producer id, first offset) of each aborted transaction a read-committed reader of

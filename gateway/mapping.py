@@ -25,6 +25,8 @@ _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (NullValue, ErrorCode.invalid_request),
     (engine_errors.InvalidConfig, ErrorCode.invalid_config),
     (engine_errors.StaleSession, ErrorCode.fenced_leader_epoch),
+    (engine_errors.OlderSession, ErrorCode.fenced_leader_epoch),
+    (engine_errors.NewerSession, ErrorCode.unknown_leader_epoch),
     (engine_errors.PartitionClosed, ErrorCode.not_leader_or_follower),
     (engine_errors.NotServedHere, ErrorCode.not_leader_or_follower),
 ]

@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v18.request import FetchRequest
 
-from ...engine.api import PartitionInfo, TopicPartition, errors
+from ...engine.api import Fetched, TopicPartition, errors
 from ...protocol.answers import (
     FetchableTopicAnswer,
     FetchAbortedTransactionAnswer,
     FetchAnswer,
     FetchNodeEndpointAnswer,
     FetchPartitionDataAnswer,
-    Records,
 )
 from ...protocol.apis import ApiKey
 from ...protocol.codec import RequestHeader
@@ -49,7 +48,7 @@ from ..context import Context
 from ..internal_topics import READ_REFUSED, internal_by_id, is_internal
 from ..mapping import error_code
 from .api import Codec, handles
-from .common import epoch_error, millis
+from .common import millis
 
 
 @dataclass(slots=True)
@@ -131,40 +130,28 @@ async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool, comm
     if is_internal(item.tp.topic):
         return _answer(item, READ_REFUSED)
     try:
-        info = ctx.partitions.info(item.tp)
+        fetched = await ctx.partitions.fetch(item.tp, item.offset, item.leader_epoch, min(item.max_bytes, budget_bytes),
+                                             first=first, committed=committed)
     except errors.EngineError as error:
         return _pointed(ctx, item, _answer(item, error_code(error)))
-    code = epoch_error(item.leader_epoch, info.session)
-    if code != ErrorCode.none:
-        return _pointed(ctx, item, _answer(item, code))
-    records: Records = b""
-    limit = min(item.max_bytes, budget_bytes)
-    aborted: list[FetchAbortedTransactionAnswer] = []
-    try:
-        if limit > 0 or first:
-            records = await ctx.partitions.read(item.tp, item.offset, max(limit, 1), committed)
-            info = ctx.partitions.info(item.tp)  # after the read: the high watermark covers what it returned
-            if len(records) > limit and not first:
-                records = b""  # only the first batch of the answer may exceed the limits
-        if committed:
-            aborted = [{"producer_id": producer_id, "first_offset": first_offset}
-                       for producer_id, first_offset in ctx.partitions.aborted_transactions(item.tp, item.offset, records)]
-    except errors.EngineError as error:
-        return _answer(item, error_code(error))
     except OSError:  # the store failed the read or did not answer in time: clients retry (Kafka's offline log dir)
         return _answer(item, ErrorCode.kafka_storage_error)
-    return _answer(item, ErrorCode.none, info, records, aborted)
+    return _answer(item, ErrorCode.none, fetched)
 
 
-def _answer(item: Wanted, code: ErrorCode, info: PartitionInfo | None = None, records: Records = b"",
-            aborted: list[FetchAbortedTransactionAnswer] | None = None) -> FetchPartitionDataAnswer:
-    """A partition's answer; as Kafka, a refused read (no `info`) names no offsets (-1)."""
-    if aborted is None:
-        aborted = [] if info or code in BEFORE_READING else None
-    return {"partition_index": item.tp.partition, "error_code": code,
-            "high_watermark": info.high_watermark if info else -1,
-            "last_stable_offset": info.last_stable if info else -1, "log_start_offset": info.start_offset if info else -1,
-            "aborted_transactions": aborted, "preferred_read_replica": -1, "records": records}
+def _answer(item: Wanted, code: ErrorCode, fetched: Fetched | None = None) -> FetchPartitionDataAnswer:
+    """A partition's answer; as Kafka, a refused read names no offsets (-1), and its aborted
+    transactions are an empty list when it was refused before reading, else null."""
+    if fetched is None:
+        return {"partition_index": item.tp.partition, "error_code": code, "high_watermark": -1,
+                "last_stable_offset": -1, "log_start_offset": -1,
+                "aborted_transactions": [] if code in BEFORE_READING else None, "preferred_read_replica": -1,
+                "records": b""}
+    aborted: list[FetchAbortedTransactionAnswer] = [
+        {"producer_id": producer_id, "first_offset": first_offset} for producer_id, first_offset in fetched.aborted]
+    return {"partition_index": item.tp.partition, "error_code": code, "high_watermark": fetched.high_watermark,
+            "last_stable_offset": fetched.last_stable, "log_start_offset": fetched.start_offset,
+            "aborted_transactions": aborted, "preferred_read_replica": -1, "records": fetched.records}
 
 
 def _pointed(ctx: Context, item: Wanted, answer: FetchPartitionDataAnswer) -> FetchPartitionDataAnswer:

@@ -14,6 +14,7 @@ from tests.integration.raw_client import batch_of_size, decode_response, encode_
 from .harness import FETCH, Broker
 
 BATCH_BYTES = 200
+UNKNOWN_LEADER_EPOCH = 75
 
 
 def fetch_body(partitions: list[tuple[str, int, int, int]], max_bytes: int = 1 << 20, min_bytes: int = 0,
@@ -108,6 +109,21 @@ def test_errors_per_partition(broker: Broker) -> None:
         broker, [("t", 0, 4, 1000), ("t", 5, 0, 1000), ("ghost", 0, 0, 1000)])
     assert (beyond.error_code, beyond.high_watermark) == (1, -1)  # as Kafka: a refused read names no offsets
     assert unknown_partition.error_code == 3 and unknown_topic.error_code == 3
+
+
+def test_a_leader_epoch_other_than_the_session_is_refused_before_reading(broker: Broker) -> None:
+    """KIP-320: the epoch a consumer names is checked against the session S (0 on a fresh
+    partition); a newer one is UNKNOWN_LEADER_EPOCH, answered with no offsets and no records."""
+    three_batches(broker)
+    body = fetch_body([("t", 0, 0, 1000)])
+    for named, code in ((0, 0), (1, UNKNOWN_LEADER_EPOCH), (-1, 0)):
+        body["topics"][0]["partitions"][0]["current_leader_epoch"] = named
+        [got] = [p for topic in broker.call(FETCH, 12, body).responses for p in topic.partitions]
+        assert got.error_code == code, named
+        if code:
+            assert (got.high_watermark, got.records or b"", got.aborted_transactions) == (-1, b"", None)
+        else:
+            assert got.high_watermark == 3 and base_offsets(got.records)
 
 
 def test_min_bytes_zero_answers_at_once(broker: Broker) -> None:
