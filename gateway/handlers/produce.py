@@ -67,6 +67,8 @@ NO_TIMESTAMP = -1  # a record without a timestamp, which no timestamp window ref
 INVALID_TIMESTAMP = "One or more records have been rejected due to invalid timestamp"  # Kafka's words
 NOT_ADDED = "Partition was not added to the transaction"  # Kafka's words
 TRANSACTION_ABORTABLE_FROM = 11  # the Produce version from which a failed check is TRANSACTION_ABORTABLE
+# A write that waits for C: its answer as appended, and the wait (settled once the request's wait is over)
+Waiting = tuple[PartitionProduceAnswer, "asyncio.Future[None]"]
 
 
 @handles(ApiKey.PRODUCE, 3, 13, Codec(decode_produce, encode_produce_response))
@@ -88,13 +90,13 @@ async def produce(ctx: Context, header: RequestHeader, request: ProduceRequest) 
             if ctx.partitions.opening():
                 named = [TopicPartition(t.name, p.index) for t in request.topic_data for p in t.partition_data]
                 await ctx.partitions.wait_opened(named, max(timeout_s - (time.monotonic() - started), 0.001))
-            waits: list[asyncio.Task[None]] = []
+            waits: list[Waiting] = []
             responses = [_topic(ctx, request, header.api_version, topic, waits) for topic in request.topic_data]
             next_request_may_start()  # appended: only the wait for C is left
             if waits:
-                await asyncio.wait(waits, timeout=max(timeout_s - (time.monotonic() - started), 0.001))
-                for task in waits:
-                    task.cancel()
+                await asyncio.wait([wait for _, wait in waits], timeout=max(timeout_s - (time.monotonic() - started), 0.001))
+                for written, wait in waits:
+                    _settle(written, wait)
     if request.acks == 0:
         return None
     answer: ProduceAnswer = {"responses": responses, "throttle_time": throttled_ms}
@@ -148,7 +150,7 @@ def _all_failed(request: ProduceRequest, code: ErrorCode) -> list[TopicProduceAn
 
 
 def _topic(ctx: Context, request: ProduceRequest, version: int, topic_data: TopicData,
-           waits: list[asyncio.Task[None]]) -> TopicProduceAnswer:
+           waits: list[Waiting]) -> TopicProduceAnswer:
     topic = ctx.topics.find(topic_data.name) if topic_data.name else None
     answers = []
     for partition_data in topic_data.partition_data:
@@ -175,7 +177,7 @@ async def _create_missing(ctx: Context, request: ProduceRequest) -> None:
 
 
 def _append(ctx: Context, request: ProduceRequest, version: int, topic: Topic, partition_data: PartitionData,
-            waits: list[asyncio.Task[None]]) -> PartitionProduceAnswer:
+            waits: list[Waiting]) -> PartitionProduceAnswer:
     index = partition_data.index
     tp = TopicPartition(topic.name, index)
     try:
@@ -196,7 +198,7 @@ def _append(ctx: Context, request: ProduceRequest, version: int, topic: Topic, p
         "index": index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
         "log_append_time": -1 if appended.duplicate else append_time, "log_start_offset": appended.start_offset}
     if appended.must_persist:
-        waits.append(asyncio.ensure_future(_persisted(ctx, tp, appended.base_offset, answer)))
+        waits.append((answer, asyncio.ensure_future(ctx.partitions.wait_persisted(tp, appended.base_offset))))
     return answer
 
 
@@ -231,17 +233,19 @@ def prepared(ctx: Context, topic: Topic, tp: TopicPartition,
     return batch, header, append_time
 
 
-async def _persisted(ctx: Context, tp: TopicPartition, offset: int, answer: PartitionProduceAnswer) -> None:
-    """Hold the answer until C covers `offset`; if that does not happen in time (the task
-    is cancelled), the answer says REQUEST_TIMED_OUT."""
-    kept = answer.copy()
-    answer.update({"error_code": ErrorCode.request_timed_out, "base_offset": -1, "log_append_time": -1})
-    try:
-        await ctx.partitions.wait_persisted(tp, offset)
-    except errors.EngineError as error:
-        answer.update({"error_code": error_code(error)})
+def _settle(answer: PartitionProduceAnswer, wait: asyncio.Future[None]) -> None:
+    """The answer of a write that waited for C, once the request's wait is over: as appended if
+    C covers it; if not in time, REQUEST_TIMED_OUT; if the partition failed it (closed, moved,
+    the store gave up), that error. A failed write names no offset."""
+    if wait.done() and not wait.cancelled() and wait.exception() is None:
         return
-    answer.update(kept)
+    if not wait.done():
+        wait.cancel()
+        code = ErrorCode.request_timed_out
+    else:
+        error = None if wait.cancelled() else wait.exception()
+        code = error_code(error) if isinstance(error, errors.EngineError) else ErrorCode.request_timed_out
+    answer.update({"error_code": code, "base_offset": -1, "log_append_time": -1})
 
 
 def _point_to_leader(ctx: Context, tp: TopicPartition, failure: PartitionProduceAnswer) -> None:

@@ -284,6 +284,35 @@ async def _persister_retries(broker: Broker) -> None:
     await broker.engine.flush()
 
 
+async def _persisted_after_retry(broker: Broker) -> None:
+    """Fire the persister's retry timer (on the manual clock), then drain."""
+    await broker.engine.clock.next_timer(60_000)
+    await broker.engine.flush()
+
+
+def test_acks_all_not_persisted_in_time_is_request_timed_out_with_no_offset() -> None:
+    """Kafka's answer when replication is slow: the batch is appended (C covers it once the
+    store is back) but the answer names no offset, so the producer resends it."""
+    store = _StoreDown()
+    broker = Broker(store)
+    try:
+        broker.create_topic("t")
+        store.down = True
+        body = {"acks": -1, "timeout": 200, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": record_batch([b"slow"])}]}]}
+        raw = encode_request(broker.request(PRODUCE, 9, body), 8, "unit")
+        answer = broker.loop.run_until_complete(asyncio.wait_for(broker.dispatcher.handle(raw[4:]), CALL_S_MAX))
+        _, decoded = decode_response(b"".join(answer)[4:], PRODUCE, 9)
+        got = one(decoded)
+        assert (got.error_code, got.base_offset, got.log_append_time) == (7, -1, None)  # REQUEST_TIMED_OUT; -1 reads None
+        store.down = False
+        broker.loop.run_until_complete(asyncio.wait_for(_persisted_after_retry(broker), CALL_S_MAX))
+        assert high_watermark(broker) == 1  # appended all the same, as on Kafka
+    finally:
+        store.down = False
+        broker.close()
+
+
 def test_a_produce_refused_for_a_full_memory_budget_leaves_nothing_behind() -> None:
     """The answer agrees with the log: a produce that finds no room within its timeout is
     answered REQUEST_TIMED_OUT and none of it is appended, neither then nor once room comes
