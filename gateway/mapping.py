@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from ..engine.api import GroupError
+from ..engine.api import GroupError, TxnError
 from ..engine.api import errors as engine_errors
+from ..protocol.apis import ApiKey
 from ..records.errors import InvalidBatch, Reason
 from .topic_configs import NullValue
+from .writes import Refusal
 
 _ERROR_CODES: list[tuple[type[Exception], ErrorCode]] = [
     (engine_errors.CorruptBatch, ErrorCode.corrupt_message),
@@ -61,6 +63,19 @@ def batch_code(invalid: InvalidBatch) -> ErrorCode:
     return _BATCH_CODES[invalid.reason]
 
 
+# -- batches a topic refuses (gateway/writes.py)
+
+_REFUSAL_CODES = {
+    Refusal.DECOMPRESSED_TOO_LARGE: ErrorCode.invalid_record,
+    Refusal.TIMESTAMP: ErrorCode.invalid_timestamp,
+    Refusal.KEYLESS: ErrorCode.invalid_record,
+}
+
+
+def refusal_code(refusal: Refusal) -> ErrorCode:
+    return _REFUSAL_CODES[refusal]
+
+
 # -- consumer groups
 
 _GROUP_CODES = {
@@ -89,3 +104,25 @@ _GROUP_CODES = {
 
 def group_code(error: GroupError) -> ErrorCode:
     return _GROUP_CODES[error]
+
+
+# -- transactions: a fenced producer is PRODUCER_FENCED from these versions, INVALID_PRODUCER_EPOCH before
+
+FENCED_FROM = {ApiKey.INIT_PRODUCER_ID: 4, ApiKey.ADD_PARTITIONS_TO_TXN: 2, ApiKey.ADD_OFFSETS_TO_TXN: 2,
+               ApiKey.END_TXN: 2, ApiKey.TXN_OFFSET_COMMIT: 3}
+_TXN_CODES = {
+    TxnError.NONE: ErrorCode.none,
+    TxnError.INVALID_PRODUCER_ID_MAPPING: ErrorCode.invalid_producer_id_mapping,
+    TxnError.CONCURRENT_TRANSACTIONS: ErrorCode.concurrent_transactions,
+    TxnError.INVALID_TXN_STATE: ErrorCode.invalid_txn_state,
+    TxnError.INVALID_TRANSACTION_TIMEOUT: ErrorCode.invalid_transaction_timeout,
+}
+
+
+def txn_code(error: TxnError | None, key: ApiKey, version: int) -> ErrorCode:
+    """A transaction coordinator's answer (None: no coordinator here) as the API's version says it."""
+    if error is None:
+        return ErrorCode.coordinator_not_available
+    if error is TxnError.PRODUCER_FENCED:
+        return ErrorCode.producer_fenced if version >= FENCED_FROM[key] else ErrorCode.invalid_producer_epoch
+    return _TXN_CODES[error]

@@ -53,15 +53,15 @@ from dataclasses import asdict, dataclass, field
 import asyncio_dgram
 
 from ..engine.api import Durability, Topic, TopicPartition, errors
-from ..records.build import NewRecord, build_batch, recompress
+from ..records.build import NewRecord, build_batch
 from ..records.compression import NONE as UNCOMPRESSED
-from ..records.decode import decode_records, largest_record, record_times
 from ..records.errors import InvalidBatch
 from ..records.header import BatchHeader, parse_header, stamp_log_append_time
 from ..records.validate import validate_produced
 from .context import Context
 from .internal_topics import is_internal
-from .topic_configs import LONG_MAX, compression_of, decompressed_limit, timestamp_window
+from .topic_configs import compression_of
+from .writes import Refused, within_rules
 
 logger = logging.getLogger(__name__)
 
@@ -332,12 +332,12 @@ class UdpListener:
         tp = TopicPartition(topic.name, index)
         if tp in self._pending:
             self._flush(tp)  # the text records that came first go first
-        try:
-            batch, header = _checked(self.ctx, topic, datagram.batch, datagram.header)
-        except (Malformed, InvalidBatch) as why:  # InvalidBatch: compressed records that do not decode
+        try:  # the checks Produce runs (gateway/writes.py)
+            written = within_rules(topic, tp, datagram.batch, datagram.header, self.ctx.clock.now_ms())
+        except (Refused, InvalidBatch) as why:  # InvalidBatch also: compressed records that do not decode
             self._malformed(source, str(why))
             return
-        self._append(tp, batch, header, 1, header.record_count)
+        self._append(tp, written.batch, written.header, 1, written.header.record_count)
 
     def _round_robin(self, topic: Topic) -> int | None:
         """The next of the topic's partitions this node serves; None if it serves none."""
@@ -425,40 +425,6 @@ class UdpListener:
             await self.ctx.topics.create(name, self.ctx.settings.default_partitions, {})
         except errors.EngineError as error:
             logger.info("UDP: could not create topic %r: %s", name, error)
-
-
-def _checked(ctx: Context, topic: Topic, batch: bytearray, header: BatchHeader) -> tuple[bytearray, BatchHeader]:
-    """A binary datagram's batch after the checks Produce runs on it for this topic
-    (gateway/handlers/produce.py `_append`): the batch, possibly stamped or recompressed."""
-    if header.size > topic.config.max_batch_bytes:
-        raise Malformed(f"batch of {header.size} bytes exceeds max.message.bytes {topic.config.max_batch_bytes}")
-    if (header.compression != UNCOMPRESSED and (limit := decompressed_limit(topic)) is not None
-            and largest_record(batch) > limit):
-        raise Malformed(f"a record over max.decompressed.message.bytes {limit}")
-    now_ms = ctx.clock.now_ms()
-    if topic.config.timestamp_type == "append":
-        header = stamp_log_append_time(batch, now_ms)
-    elif _outside_window(batch, header, timestamp_window(topic), now_ms):
-        raise Malformed("a record's timestamp is outside the topic's message.timestamp window")
-    if topic.config.compacted and any(record.key is None for record in decode_records(batch)):
-        raise Malformed(f"a record without a key for compacted topic {topic.name!r}")
-    wanted = compression_of(topic)
-    if wanted is not None and wanted[0] != header.compression:
-        batch = recompress(batch, wanted[0], wanted[1])
-        header = parse_header(batch)
-        if header.size > topic.config.max_batch_bytes:
-            raise Malformed(f"batch of {header.size} bytes in the topic's compression.type exceeds max.message.bytes")
-    return batch, header
-
-
-def _outside_window(batch: bytearray, header: BatchHeader, window: tuple[int, int], now_ms: int) -> bool:
-    """Some record of a CreateTime batch is stamped outside [now - before, now + after]
-    (-1, no timestamp, never is)."""
-    before_ms, after_ms = window
-    low, high = now_ms - before_ms, now_ms + after_ms
-    if header.max_timestamp <= high and before_ms == LONG_MAX:
-        return False  # the default window: nothing decoded when the latest record is not too new
-    return any(timestamp != -1 and not low <= timestamp <= high for _, timestamp in record_times(batch))
 
 
 __all__ = ["BatchDatagram", "Malformed", "RateLimiter", "TextDatagram", "UdpCounters", "UdpListener", "parse"]

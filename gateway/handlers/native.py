@@ -2,7 +2,7 @@
 
 A WRITE is answered once its batch is in memory, with the partition's (V, S, C): the writer
 keeps what it sent until C covers it, and resends it if the partition is reloaded (S changes)
-or the topic changes (V). A batch is checked as a produced one is (produce.py `prepared`);
+or the topic changes (V). A batch is checked as a produced one is (gateway/writes.py);
 transactional batches are Kafka's business and refused here. When unpersisted data fills the
 memory budget, the write waits for room up to its timeout, then is refused REQUEST_TIMED_OUT
 with nothing appended. A partition this node is opening is waited for, as Produce does.
@@ -33,9 +33,10 @@ from ...protocol.native import (
 )
 from ...records.errors import InvalidBatch
 from ..context import Context
-from ..mapping import batch_code, error_code
+from ..mapping import batch_code, error_code, refusal_code
+from ..writes import Refused, checked
 from .api import Codec, handles
-from .produce import Refused, prepared, room
+from .produce import room
 
 NO_ID = uuid.UUID(int=0)
 NOT_TRANSACTIONAL = "the native write takes no transactional batches: use a Kafka producer for transactions"
@@ -95,14 +96,14 @@ def _write(ctx: Context, w: Write) -> Written:
     base_offset = -1
     try:
         if w.records:
-            batch, batch_header, _ = prepared(ctx, topic, tp, memoryview(w.records))
-            if batch_header.is_transactional:
+            written = checked(topic, tp, memoryview(w.records), ctx.clock.now_ms())
+            if written.header.is_transactional:
                 return _refused(w, ErrorCode.invalid_record, NOT_TRANSACTIONAL)
-            base_offset = ctx.partitions.append(tp, batch, batch_header, Durability.MEMORY, w.version, w.session,
+            base_offset = ctx.partitions.append(tp, written.batch, written.header, Durability.MEMORY, w.version, w.session,
                                                 topic.version).base_offset
         info = ctx.partitions.info(tp)
     except Refused as refused:
-        return _refused(w, refused.answer["error_code"], refused.answer.get("error_message") or "")
+        return _refused(w, refusal_code(refused.refusal), refused.message or str(refused))
     except InvalidBatch as invalid:
         return _refused(w, batch_code(invalid), str(invalid))
     except errors.StaleSession as stale:

@@ -40,31 +40,24 @@ from ...engine.api import Durability, Topic, TopicPartition, TxnError, errors
 from ...protocol.answers import (
     PartitionProduceAnswer,
     ProduceAnswer,
-    ProduceBatchIndexAndErrorMessageAnswer,
     ProduceNodeEndpointAnswer,
     TopicProduceAnswer,
 )
 from ...protocol.apis import ApiKey
 from ...protocol.codec import RequestHeader
 from ...protocol.produce_wire import PartitionData, ProduceRequest, TopicData, decode_produce, encode_produce_response
-from ...records.build import recompress
-from ...records.compression import NONE as UNCOMPRESSED
-from ...records.decode import decode_records, largest_record, record_times
-from ...records.errors import InvalidBatch, Reason
-from ...records.header import BatchHeader, parse_header, stamp_log_append_time
-from ...records.validate import validate_produced
+from ...records.errors import InvalidBatch
+from ...records.header import BatchHeader
 from ..context import Context
 from ..internal_topics import WRITE_REFUSED, internal_by_id, is_internal
-from ..mapping import batch_code, error_code
+from ..mapping import batch_code, error_code, refusal_code
 from ..ordering import next_request_may_start
-from ..topic_configs import LONG_MAX, compression_of, decompressed_limit, timestamp_window
+from ..writes import Refused, checked
 from .api import Codec, handles
 from .common import millis
 
 ACKS_ALLOWED = (0, 1, -1)
 DURABILITY = {0: Durability.MEMORY, 1: Durability.MEMORY, -1: Durability.PERSISTED}
-NO_TIMESTAMP = -1  # a record without a timestamp, which no timestamp window refuses
-INVALID_TIMESTAMP = "One or more records have been rejected due to invalid timestamp"  # Kafka's words
 NOT_ADDED = "Partition was not added to the transaction"  # Kafka's words
 TRANSACTION_ABORTABLE_FROM = 11  # the Produce version from which a failed check is TRANSACTION_ABORTABLE
 # A write that waits for C: its answer as appended, and the wait (settled once the request's wait is over)
@@ -181,12 +174,13 @@ def _append(ctx: Context, request: ProduceRequest, version: int, topic: Topic, p
     index = partition_data.index
     tp = TopicPartition(topic.name, index)
     try:
-        batch, header, append_time = prepared(ctx, topic, tp, partition_data.records)
+        written = checked(topic, tp, partition_data.records, ctx.clock.now_ms())
+        header = written.header
         if header.is_transactional and (unverified := _not_in_transaction(ctx, request, version, tp, header)):
             return unverified
-        appended = ctx.partitions.append(tp, batch, header, DURABILITY[request.acks])
+        appended = ctx.partitions.append(tp, written.batch, header, DURABILITY[request.acks])
     except Refused as refused:
-        return refused.answer
+        return refusal_answer(index, refused)
     except InvalidBatch as invalid:
         return _failure(index, batch_code(invalid), str(invalid))
     except errors.EngineError as error:
@@ -196,41 +190,10 @@ def _append(ctx: Context, request: ProduceRequest, version: int, topic: Topic, p
         return failure
     answer: PartitionProduceAnswer = {
         "index": index, "error_code": ErrorCode.none, "base_offset": appended.base_offset,
-        "log_append_time": -1 if appended.duplicate else append_time, "log_start_offset": appended.start_offset}
+        "log_append_time": -1 if appended.duplicate else written.append_time, "log_start_offset": appended.start_offset}
     if appended.must_persist:
         waits.append((answer, asyncio.ensure_future(ctx.partitions.wait_persisted(tp, appended.base_offset))))
     return answer
-
-
-class Refused(Exception):
-    """A batch the topic refuses, with the partition's answer."""
-
-    def __init__(self, answer: PartitionProduceAnswer) -> None:
-        super().__init__(answer.get("error_message"))
-        self.answer = answer
-
-
-def prepared(ctx: Context, topic: Topic, tp: TopicPartition,
-             records: memoryview | bytes | None) -> tuple[bytearray, BatchHeader, int]:
-    """A produced batch checked against its topic and ready to append: (batch, header, the
-    LogAppendTime stamped or -1). InvalidBatch for a malformed one; Refused (with the answer)
-    for one the topic's configs refuse. The native write (handlers/native.py) runs it too."""
-    index = tp.partition
-    batch, header = validate_produced(records, topic.config.max_batch_bytes)
-    if (header.compression != UNCOMPRESSED and (limit := decompressed_limit(topic)) is not None
-            and largest_record(batch) > limit):
-        raise Refused(_failure(index, ErrorCode.invalid_record))
-    append_time = -1
-    if topic.config.timestamp_type == "append":
-        append_time = ctx.clock.now_ms()
-        header = stamp_log_append_time(batch, append_time)
-    elif refused := _outside_window(batch, header, timestamp_window(topic), ctx.clock.now_ms()):
-        raise Refused(_failure(index, ErrorCode.invalid_timestamp, INVALID_TIMESTAMP) | {"record_errors": refused})
-    if topic.config.compacted and (keyless := _without_key(batch, header, tp)):
-        raise Refused(_failure(index, ErrorCode.invalid_record, _rejected(keyless)) | {"record_errors": keyless})
-    if (wanted := compression_of(topic)) is not None and wanted[0] != header.compression:
-        batch, header = _recompressed(batch, wanted, topic.config.max_batch_bytes)  # keeps a stamped time
-    return batch, header, append_time
 
 
 def _settle(answer: PartitionProduceAnswer, wait: asyncio.Future[None]) -> None:
@@ -254,18 +217,6 @@ def _point_to_leader(ctx: Context, tp: TopicPartition, failure: PartitionProduce
     if leader is not None and leader.node_id != ctx.node_id:
         failure["current_leader"] = {"leader_id": leader.node_id,
                                      "leader_epoch": ctx.cluster.leader_epoch_of(tp.topic, tp.partition)}
-
-
-def _recompressed(batch: bytearray, wanted: tuple[int, int | None], max_batch_bytes: int) -> tuple[bytearray, BatchHeader]:
-    """The batch in the topic's codec (compression.type); InvalidBatch (MESSAGE_TOO_LARGE)
-    when that makes it larger than max.message.bytes."""
-    codec, level = wanted
-    batch = recompress(batch, codec, level)
-    header = parse_header(batch)
-    if header.size > max_batch_bytes:
-        raise InvalidBatch(Reason.TOO_LARGE, f"the batch is {header.size} bytes in the topic's compression.type, "
-                                             f"over max.message.bytes {max_batch_bytes}")
-    return batch, header
 
 
 def _not_in_transaction(ctx: Context, request: ProduceRequest, version: int, tp: TopicPartition,
@@ -292,37 +243,14 @@ def _not_in_transaction(ctx: Context, request: ProduceRequest, version: int, tp:
     return _failure(tp.partition, ErrorCode.invalid_txn_state, NOT_ADDED)
 
 
-def _outside_window(batch: bytearray, header: BatchHeader, window: tuple[int, int],
-                    now_ms: int) -> list[ProduceBatchIndexAndErrorMessageAnswer]:
-    """The records of a CreateTime batch whose timestamps are more than before_ms before now or
-    after_ms after it (message.timestamp.before/after.max.ms), with Kafka's message for each;
-    NO_TIMESTAMP (-1) is never refused. With the default before_ms (no limit) a batch whose
-    max_timestamp is in range is not decoded."""
-    before_ms, after_ms = window
-    low, high = now_ms - before_ms, now_ms + after_ms
-    if header.max_timestamp <= high and before_ms == LONG_MAX:
-        return []
-    return [{"batch_index": offset - header.base_offset,
-             "batch_index_error_message": f"Timestamp {timestamp} of message with offset {offset} is out of range. "
-                                          f"The timestamp should be within [{low}, {high}]"}
-            for offset, timestamp in record_times(batch)
-            if timestamp != NO_TIMESTAMP and not low <= timestamp <= high]
-
-
-def _without_key(batch: bytearray, header: BatchHeader, tp: TopicPartition) -> list[ProduceBatchIndexAndErrorMessageAnswer]:
-    """The records of a batch for a compacted topic that have no key (a cleaner could never
-    drop them), with Kafka's message for each."""
-    message = f"Compacted topic cannot accept message without key in topic partition {tp.topic}-{tp.partition}"
-    return [{"batch_index": record.offset - header.base_offset, "batch_index_error_message": message}
-            for record in decode_records(batch) if record.key is None]
-
-
-def _rejected(errors: list[ProduceBatchIndexAndErrorMessageAnswer]) -> str:
-    """Kafka's summary of a batch's record errors (RecordValidationException)."""
-    shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{e['batch_index_error_message']}')"
-                      for e in errors[:3])
-    return (f"One or more records have been rejected due to {len(errors)} record errors in total, and only "
-            f"showing the first three errors at most: [{shown}]")
+def refusal_answer(index: int, refused: Refused) -> PartitionProduceAnswer:
+    """A batch the topic refused (gateway/writes.py), as Kafka answers it: the code, Kafka's
+    message, and each record at fault by index."""
+    answer = _failure(index, refusal_code(refused.refusal), refused.message)
+    if refused.records:
+        answer["record_errors"] = [{"batch_index": at, "batch_index_error_message": message}
+                                   for at, message in refused.records]
+    return answer
 
 
 def _failure(index: int, code: ErrorCode, message: str | None = None) -> PartitionProduceAnswer:

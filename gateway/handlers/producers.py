@@ -16,9 +16,9 @@ from ...protocol.answers import InitProducerIdAnswer
 from ...protocol.apis import ApiKey
 from ...protocol.codec import RequestHeader
 from ..context import Context
+from ..mapping import txn_code
 from .api import handles
 from .common import millis
-from .transactions import txn_code
 
 
 @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)

@@ -6,7 +6,7 @@ The coordinator is engine/transactions (service.py). Each call goes to the node 
 transactional id's shard; any other node answers NOT_COORDINATOR and the client looks the
 coordinator up again. TxnOffsetCommit goes to the group's coordinator, as OffsetCommit.
 
-Kafka's codes per version (`txn_code`): a fenced producer is PRODUCER_FENCED from the
+Kafka's codes per version (mapping.py `txn_code`): a fenced producer is PRODUCER_FENCED from the
 versions KIP-588 added (InitProducerId 4, AddPartitionsToTxn 2, AddOffsetsToTxn 2, EndTxn 2,
 TxnOffsetCommit 3), INVALID_PRODUCER_EPOCH before. A transaction log the store would not
 take answers COORDINATOR_NOT_AVAILABLE, which clients retry.
@@ -43,28 +43,11 @@ from ...protocol.apis import ApiKey
 from ...protocol.codec import RequestHeader
 from ..context import Context
 from ..internal_topics import OFFSETS
-from ..mapping import error_code, group_code
+from ..mapping import error_code, group_code, txn_code
 from .api import handles
 from .group_offsets import METADATA_BYTES_MAX
 
-FENCED_FROM = {ApiKey.INIT_PRODUCER_ID: 4, ApiKey.ADD_PARTITIONS_TO_TXN: 2, ApiKey.ADD_OFFSETS_TO_TXN: 2,
-               ApiKey.END_TXN: 2, ApiKey.TXN_OFFSET_COMMIT: 3}
 BATCHED_FROM = 4  # AddPartitionsToTxn: the brokers' batched form
-_CODES = {
-    TxnError.NONE: ErrorCode.none,
-    TxnError.INVALID_PRODUCER_ID_MAPPING: ErrorCode.invalid_producer_id_mapping,
-    TxnError.CONCURRENT_TRANSACTIONS: ErrorCode.concurrent_transactions,
-    TxnError.INVALID_TXN_STATE: ErrorCode.invalid_txn_state,
-    TxnError.INVALID_TRANSACTION_TIMEOUT: ErrorCode.invalid_transaction_timeout,
-}
-
-
-def txn_code(error: TxnError | None, key: ApiKey, version: int) -> ErrorCode:
-    if error is None:
-        return ErrorCode.coordinator_not_available
-    if error is TxnError.PRODUCER_FENCED:
-        return ErrorCode.producer_fenced if version >= FENCED_FROM[key] else ErrorCode.invalid_producer_epoch
-    return _CODES[error]
 
 
 # -- AddPartitionsToTxn ----------------------------------------------------------------------
