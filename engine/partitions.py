@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ..records.decode import record_times
 from ..records.header import BatchHeader, Buffer, record_count
 from .errors import DuplicateBatch, NewerSession, NotServedHere, OlderSession, PartitionClosed, UnknownPartition
 from .log.producers import ActiveProducer
@@ -244,6 +245,18 @@ class Partitions:
         finally:
             for tp in keys:
                 self._waiters.get(tp, set()).discard(future)
+
+    async def offset_at_time(self, tp: TopicPartition, timestamp_ms: int) -> tuple[int, int]:
+        """(timestamp, offset) of the first record at or after `timestamp_ms` (>= 0) from the log
+        start, (-1, -1) if none: ListOffsets' rule, which the HTTP message browser follows too."""
+        batch = await self.batch_at_time(tp, timestamp_ms)
+        if batch is None:
+            return -1, -1
+        start = self._get(tp).start_offset
+        for offset, record_time in record_times(batch):
+            if record_time >= timestamp_ms and offset >= start:
+                return record_time, offset
+        return -1, -1
 
     async def batch_at_time(self, tp: TopicPartition, timestamp_ms: int) -> bytes | None:
         """The first persisted batch whose max timestamp is >= timestamp_ms (a store read)."""

@@ -23,6 +23,7 @@ from .catalog.names import RESERVED, check_name
 from .catalog.topic import Topic
 from .cluster import ClusterView
 from .errors import EngineError, InvalidPartitionCount, TopicExists
+from .groups.types import TopicLookup
 from .log.config import LogConfig
 from .partition.memory import MemoryPool
 from .partition.partition import Partition, close_logs
@@ -110,6 +111,18 @@ class Topics:
 
     def __iter__(self) -> Iterator[Topic]:
         return iter(self._catalog)
+
+    def lookup(self) -> TopicLookup:
+        """The catalog as the consumer-group machine reads it (partition counts, ids, names)."""
+        def partitions_of(name: str) -> int | None:
+            topic = self._catalog.find(name)
+            return None if topic is None else topic.partition_count
+
+        def topic_id_of(name: str) -> str | None:
+            topic = self._catalog.find(name)
+            return None if topic is None else topic.resource.uid.hex
+
+        return TopicLookup(partitions_of, topic_id_of, lambda: [topic.name for topic in self._catalog])
 
     def find(self, name: str) -> Topic | None:
         return self._catalog.find(name)

@@ -13,7 +13,7 @@ from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeR
 from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest, TopicPartitions
 from kio.schema.errors import ErrorCode
 
-from ...engine.api import Assignment, ConsumerGroupView, GroupError, HeartbeatRequest, TopicLookup, Topics
+from ...engine.api import Assignment, ConsumerGroupView, GroupError, HeartbeatRequest
 from ...protocol.answers import (
     ConsumerGroupDescribeAnswer,
     ConsumerGroupDescribeAssignmentAnswer,
@@ -32,22 +32,10 @@ NO_OPERATIONS = -2147483648
 CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1 member_type: +1 for a consumer-protocol member
 
 
-def topic_lookup(topics: Topics) -> TopicLookup:
-    def partitions_of(name: str) -> int | None:
-        topic = topics.find(name)
-        return None if topic is None else topic.partition_count
-
-    def topic_id_of(name: str) -> str | None:
-        topic = topics.find(name)
-        return None if topic is None else topic.resource.uid.hex
-
-    return TopicLookup(partitions_of, topic_id_of, lambda: [topic.name for topic in topics])
-
-
 @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1)
 async def consumer_group_heartbeat(ctx: Context, header: RequestHeader,
                                    request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatAnswer:
-    result = await ctx.groups.consumer_heartbeat(_heartbeat_request(header, request), topic_lookup(ctx.topics))
+    result = await ctx.groups.consumer_heartbeat(_heartbeat_request(header, request), ctx.topics.lookup())
     assignment: ConsumerGroupHeartbeatAssignmentAnswer | None = None
     if result.assignment is not None:
         assignment = {"topic_partitions": [{"topic_id": topic_id, "partitions": partitions}
@@ -87,7 +75,7 @@ def _by_topic(assignment: Iterable[tuple[str, int]]) -> list[tuple[str, list[int
 @handles(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1)
 async def consumer_group_describe(ctx: Context, header: RequestHeader,
                                   request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeAnswer:
-    lookup = topic_lookup(ctx.topics)
+    lookup = ctx.topics.lookup()
     names = {topic.resource.uid.hex: topic.name for topic in ctx.topics}
     groups = []
     for group_id in request.group_ids:

@@ -39,10 +39,10 @@ from ...protocol.answers import (
 from ...protocol.apis import ApiKey
 from ...protocol.codec import RequestHeader
 from ...protocol.subscription import subscription_topics
+from ..changes import within
 from ..context import Context
 from ..mapping import group_code
 from .api import handles
-from .common import within
 
 METADATA_BYTES_MAX = 4096  # Kafka offset.metadata.max.bytes
 COMMIT_TIMEOUT_S = 5.0  # Kafka offsets.commit.timeout.ms

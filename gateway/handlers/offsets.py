@@ -105,19 +105,7 @@ async def _looked_up(ctx: Context, tp: TopicPartition, info: PartitionInfo, time
         return await _max_timestamp(ctx, tp)
     if timestamp < 0:  # LATEST_TIERED, EARLIEST_PENDING_UPLOAD
         return -1, -1
-    return await offset_at_time(ctx, tp, info, timestamp)
-
-
-async def offset_at_time(ctx: Context, tp: TopicPartition, info: PartitionInfo, timestamp: int) -> tuple[int, int]:
-    """(timestamp, offset) of the first record at or after `timestamp` (>= 0), (-1, -1) if none:
-    ListOffsets' rule, which the HTTP message browser follows too."""
-    batch = await ctx.partitions.batch_at_time(tp, timestamp)
-    if batch is None:
-        return -1, -1
-    for offset, record_time in record_times(batch):
-        if record_time >= timestamp and offset >= info.start_offset:
-            return record_time, offset
-    return -1, -1
+    return await ctx.partitions.offset_at_time(tp, timestamp)
 
 
 async def _max_timestamp(ctx: Context, tp: TopicPartition) -> tuple[int, int]:

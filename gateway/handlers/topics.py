@@ -36,19 +36,18 @@ from ...protocol.answers import (
 )
 from ...protocol.apis import ApiKey
 from ...protocol.codec import RequestHeader
+from ..changes import DDL_TIMEOUT_S, TIMED_OUT, within
 from ..context import Context
 from ..internal_topics import WRITE_REFUSED, change_message, internal_by_id, is_internal
 from ..mapping import error_code
 from ..topic_configs import to_overrides
 from .api import handles
-from .common import millis, within
+from .common import millis
 from .configs import describe_topic_configs
 from .placement import alive_ids, replica_list_error, replication_factor_error
 
 CreatedAnswer = CreateTopicsCreatableTopicResultAnswer
 DEFAULT_REPLICATION_FACTOR = 1  # Kafka's default.replication.factor
-DDL_TIMEOUT_S = 30.0  # a change's wait when the request sets no timeout (Kafka's request.timeout.ms)
-TIMED_OUT = "the store did not complete the change within the request's timeout; it may still complete"
 
 
 class Refused(Exception):

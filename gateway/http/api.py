@@ -12,11 +12,10 @@ import json
 import time
 
 from ...engine.api import PartitionInfo, Topic, TopicPartition, errors, memory_use, store_location, stuck_calls
-from ..handlers.common import within
-from ..handlers.configs import describe_topic_configs
-from ..handlers.topics import DDL_TIMEOUT_S, TIMED_OUT
+from ..broker_dynamic import layers
+from ..changes import DDL_TIMEOUT_S, TIMED_OUT, within
 from ..internal_topics import INTERNAL_CONFIGS, change_message, internal_topic_id
-from ..topic_configs import to_overrides
+from ..topic_configs import described, kafka_overrides, to_overrides
 from .brokers import peer_status
 from .parser import Request
 from .response import HttpError, Json, Response, json_response
@@ -126,7 +125,8 @@ def topic_doc(state: HttpState, name: str) -> Json:
     topic = ctx.topics.find(name)
     if topic is None:
         raise HttpError(404, f"no topic named {name!r}")
-    configs = {entry["name"]: entry["value"] for entry in describe_topic_configs(ctx, topic, None)}
+    every = described(kafka_overrides(topic), ctx.topics.static_defaults, None, layers(ctx.topics.dynamic, ctx.node_id))
+    configs = {entry.config.name: entry.value for entry in every}
     return {"name": topic.name, "resource_name": str(topic.resource), "topic_id": str(topic.resource.uid),
             "version": topic.version, "internal": False, "configs": configs,
             "partitions": partition_rows(state, topic)}

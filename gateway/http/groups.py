@@ -19,7 +19,6 @@ import logging
 import struct
 
 from ...engine.api import CommittedOffset, GroupError, PartitionInfo, TopicPartition
-from ..handlers.consumer_groups import topic_lookup
 from .parser import Request
 from .response import HttpError, Json, Response, json_response
 from .routes import Router
@@ -115,7 +114,7 @@ def group_doc(state: HttpState, group_id: str) -> Json:
 def _members(state: HttpState, group_id: str) -> list[Json]:
     ctx = state.ctx
     if ctx.groups.is_consumer_group(group_id):
-        consumer = ctx.groups.describe_consumer(group_id, topic_lookup(ctx.topics))
+        consumer = ctx.groups.describe_consumer(group_id, ctx.topics.lookup())
         names = {topic.resource.uid.hex: topic.name for topic in ctx.topics}
         if not isinstance(consumer, GroupError):
             return [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host,

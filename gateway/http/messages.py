@@ -23,7 +23,6 @@ from ...engine.api import PartitionInfo, TopicPartition, errors
 from ...records.decode import Record, decode_records
 from ...records.errors import InvalidBatch
 from ...records.header import Buffer, iter_batches
-from ..handlers.offsets import offset_at_time
 from .parser import Request
 from .response import HttpError, Json, Response, json_response
 from .routes import Router
@@ -111,7 +110,7 @@ async def _records(state: HttpState, wanted: Wanted, info: PartitionInfo) -> lis
 
 async def _offset_at(state: HttpState, tp: TopicPartition, info: PartitionInfo, timestamp: int) -> int | None:
     """The first offset whose record's timestamp is >= `timestamp`, as ListOffsets finds it."""
-    _, offset = await offset_at_time(state.ctx, tp, info, max(timestamp, 0))
+    _, offset = await state.ctx.partitions.offset_at_time(tp, max(timestamp, 0))
     return None if offset < 0 else offset
 
 
