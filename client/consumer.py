@@ -25,7 +25,7 @@ resumes where it stopped).
 
 Both modes read LAYOUT again every LAYOUT_REFRESH_S, for moved leaders and for partitions
 added to a topic (broadcast members start reading those; a group's coordinator assigns them).
-A partition added by an online split (ARCHITECTURE.md) is held back until its parent has
+A partition added by an online split (docs/native-sdk.md) is held back until its parent has
 been read up to the split point, by this member or, when another member reads the parent,
 by the group (its committed offset, asked every PARENT_CHECK_S): so a key's records are
 delivered in order across the split. A group whose parent's reader never commits holds the

@@ -6,7 +6,7 @@ martlet.visibility).
 A config is either honoured by the engine (`engine`: the setting that acts on it) or kept:
 checked, stored with the topic (TopicConfig.kept) and shown by DescribeConfigs. A kept config
 is honoured by the gateway (compression, the timestamp window: Produce) or without effect, for
-the reason `inert` gives. ARCHITECTURE.md ("Topic configs") lists them.
+the reason `inert` gives. docs/decisions.md ("Topic configs") lists them.
 
 Checking follows Kafka's ConfigDef, compared value by value with the reference broker
 (tests/integration/test_topic_configs_reference.py): a value is trimmed; an INT or LONG is a

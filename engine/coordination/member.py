@@ -24,7 +24,7 @@ partitions away, so the broker stops serving everything at once (`on_fenced`), r
 again with a new session and then takes whatever it is assigned anew. The store is the fence
 for the time in between: the next owner recovers the HDFS lease of each file before it
 writes, after which this broker's writes fail and its checkpoint C cannot move
-(ARCHITECTURE.md, "Cluster").
+(docs/cluster.md).
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ class PartitionLog:
         replay) are needed by no read: when the store's writes are slow, they run on a
         thread of their own while appends go on in the new segment (on HDFS
         they are four files the NameNode completes, each about half a second, see
-        ARCHITECTURE.md). One roll's work runs at a time, and whatever deletes or rewrites
+        docs/decisions.md). One roll's work runs at a time, and whatever deletes or rewrites
         segments waits for it first (_settle)."""
         self._settle()
         work = self._start_sealing(snapshot)

@@ -219,7 +219,7 @@ class Partition:
     def write_unpersisted(self, batches: list[bytearray], headers: list[BatchHeader]) -> int:
         """Worker thread: persist these batches (the next ones above C); returns the log end.
         Persisted means written to the store; only flush mode "sync" also syncs each flush
-        (on HDFS every write is synced anyway; see ARCHITECTURE.md, "Durability")."""
+        (on HDFS every write is synced anyway; see docs/decisions.md, "Durability")."""
         log, lock = self._log_state
         with lock:
             log.append_stored(batches, headers, sync=self.sync_flush)

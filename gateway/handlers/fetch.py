@@ -1,7 +1,7 @@
 """Fetch (key 1): sessionless fetches with long polling.
 
 Consumers see offsets below the high watermark, which is the checkpoint C: only what is
-persisted, so nothing a consumer saw can be taken back by a crash (ARCHITECTURE.md). A topic
+persisted, so nothing a consumer saw can be taken back by a crash (docs/decisions.md). A topic
 with `martlet.visibility = memory` moves the high watermark to the end of what is in memory:
 delivery no longer waits for the store, and a crash may take back what was read (the new
 leader epoch tells KIP-320 consumers, through OffsetForLeaderEpoch).

@@ -1,4 +1,4 @@
-"""The JSON endpoints of /api/v1 (ARCHITECTURE.md, "HTTP API and metrics", is the contract the
+"""The JSON endpoints of /api/v1 (docs/http-api.md is the contract the
 CLI and the web console read): status and topics. Each answer is built on the event loop from
 the engine's memory; nothing here waits for the store except creating and deleting topics,
 which make the engine calls Kafka's CreateTopics and DeleteTopics make (the same checks and

@@ -3,8 +3,7 @@
 Nothing is a prometheus_client instrument on the hot path: the dispatcher and the engine keep
 plain numbers (stats.py, engine/stats.py, the partitions' byte and record counts), and the
 collector below turns them into metric families when /metrics is scraped, on the event loop
-where those numbers live. Names and labels are listed in ARCHITECTURE.md ("HTTP API and
-metrics").
+where those numbers live. Names and labels are listed in docs/http-api.md.
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def test_unknown_groups(both_module: Both, topic: str) -> None:
 def test_the_internal_topics_show_as_kafkas(both_module: Both, topic: str, internal: str, key_type: int) -> None:
     """__consumer_offsets and __transaction_state (gateway/internal_topics.py): listed and
     described as Kafka lists and describes them, and refused where Kafka refuses; reads are
-    refused where Kafka serves its own records (ARCHITECTURE.md, "API versions")."""
+    refused where Kafka serves its own records (docs/api-versions.md)."""
     key = f"{topic}-{key_type}"  # a group, or a transactional id
     both_module.each(lambda client: client.request(build(request_type(FIND_COORDINATOR, 4), {
         "key_type": key_type, "coordinator_keys": [key]})).coordinators[0].error_code == 0)  # Kafka makes the topic

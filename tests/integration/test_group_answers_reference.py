@@ -352,7 +352,7 @@ def run(bootstrap: str, prefix: str, known: tuple[str, ...], flow_of: Callable[[
 # at most once per group.consumer.assignment.interval.ms, 1 s, so the assignment epoch depends
 # on timing); Martlet bumps the group epoch once per change and assigns at once. Clients only
 # send back the epoch they were given, so a positive epoch reads "<epoch>" (0 and -1 stay).
-# ARCHITECTURE.md ("API versions") lists this.
+# docs/api-versions.md lists this.
 EPOCHS = frozenset({"member_epoch", "group_epoch", "assignment_epoch"})
 
 

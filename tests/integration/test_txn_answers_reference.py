@@ -3,7 +3,7 @@
 One transactional id lives a whole life on each broker, with the requests at the versions
 real clients send today (kafka-clients 4.x and librdkafka 2.x,
 /work/shared/reference/kafka-clients.md; Martlet does not finalize transaction.version, so
-Java keeps to the classic flow, ARCHITECTURE.md "Transactions V2"):
+Java keeps to the classic flow, docs/transactions.md "Transactions V2"):
 
 - FindCoordinator with key_type 1; InitProducerId with a timeout over the maximum, for the
   transactional id, for an idempotent producer, and again during a transaction (the fence);
@@ -60,7 +60,7 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types
 class Versions:
     """The versions one client sends to a broker without transaction.version 2, each its
     newest within Kafka 4.4's range. Java's AddPartitionsToTxn: kafka-clients.md gives v3 as
-    the client maximum (LAST_CLIENT_VERSION), while ARCHITECTURE.md ("Transactions V2") saw
+    the client maximum (LAST_CLIENT_VERSION), while docs/transactions.md ("Transactions V2") saw
     the 4.4 client send v5, the batched form with one transaction: `batched`, compared too."""
 
     name: str
