@@ -20,7 +20,7 @@ from martlet.gateway.registry import apis
 from martlet.gateway.settings import GatewaySettings
 from martlet.protocol.codec import ProtocolError, build
 from martlet.protocol.framing import FrameError, FrameReader, frame
-from tests.unit.protocol.test_codec import encode_request
+from tests.support.codec import encode_request
 
 FRAMES = 100_000
 

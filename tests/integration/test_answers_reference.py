@@ -12,7 +12,6 @@ test says so.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from typing import Any
 
@@ -21,54 +20,18 @@ import pytest
 from martlet.protocol.codec import build, request_type
 from tests.fixtures.reference_pair import Both
 from tests.integration.raw_client import record_batch
-from tests.integration.test_cluster_admin_reference import _create
-from tests.unit.gateway.handlers.test_fetch import fetch_body
+from tests.support.answers import differences, shape
+from tests.support.fetching import fetch_body
+from tests.support.kafka_admin import create
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_FETCH, FIND_COORDINATOR = 0, 1, 2, 3, 9, 10
 DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS = 15, 16, 19, 20, 21
 OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 23, 32, 37, 44
-# Values each broker chooses for itself: compared as null or not.
-OWN = frozenset({"topic_id", "cluster_id", "host", "port", "throttle_time", "log_append_time"})
 TIMESTAMP = 1_700_000_000_000
 OFFSETS, TRANSACTIONS = "__consumer_offsets", "__transaction_state"
 TOPIC_CONFIG, TOPIC_AUTHORIZATION_FAILED = 1, 29
-# Lists clients look up by name or index, which Kafka answers in an order of its own (unknown
-# topics first, partitions as a hash map holds them): compared sorted. Any other list (replicas,
-# config synonyms, records) is compared in order.
-ORDER_FREE = frozenset({"topics", "partitions", "responses", "partition_responses", "results", "configs"})
-
-
-def shape(value: Any, name: str = "") -> Any:
-    """An answer as nested plain values, with OWN fields and messages reduced to their nullness
-    and ORDER_FREE lists sorted."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: shape(getattr(value, f.name), f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple | list):
-        items = [shape(item) for item in value]
-        return sorted(items, key=_order) if name in ORDER_FREE else items
-    if name in OWN or name.endswith("message"):
-        return None if value is None else "<set>"
-    if isinstance(value, uuid.UUID):
-        return "<zero>" if value.int == 0 else "<id>"
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else value  # enums as numbers
-
-
-def _order(item: Any) -> tuple[str, int]:
-    if isinstance(item, dict):
-        return str(item.get("name", item.get("topic", ""))), item.get("partition_index", item.get("partition", 0))
-    return "", 0
-
-
-def differences(ours: Any, theirs: Any, path: str = "") -> list[str]:
-    if isinstance(ours, dict) and isinstance(theirs, dict):
-        return [d for key in ours.keys() | theirs.keys()
-                for d in differences(ours.get(key), theirs.get(key), f"{path}.{key}")]
-    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
-        return [d for index, (a, b) in enumerate(zip(ours, theirs, strict=True))
-                for d in differences(a, b, f"{path}[{index}]")]
-    return [] if ours == theirs else [f"{path}: Martlet {ours!r}, Kafka {theirs!r}"]
 
 
 def _same(both: Both, api_key: int, version: int, body: dict[str, Any]) -> None:
@@ -80,7 +43,7 @@ def _same(both: Both, api_key: int, version: int, body: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def topic(both_module: Both) -> str:
     name = f"answers-{uuid.uuid4().hex[:8]}"
-    _create(both_module, name, 2)
+    create(both_module, name, 2)
     body = {"transactional_id": None, "acks": -1, "timeout": 30_000, "topic_data": [
         {"name": name, "partition_data": [{"index": 0, "records": record_batch([b"a", b"b"], TIMESTAMP)}]}]}
     for answer in both_module.ask(PRODUCE, 9, body):

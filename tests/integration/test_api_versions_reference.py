@@ -17,8 +17,8 @@ from martlet.protocol.codec import build, request_type
 from tests.fixtures.martlet import wait_until
 from tests.fixtures.reference_pair import Both
 from tests.integration.raw_client import RawClient, record_batch
-from tests.integration.test_cluster_admin_reference import _create
-from tests.unit.gateway.handlers.test_fetch import fetch_body
+from tests.support.fetching import fetch_body
+from tests.support.kafka_admin import create
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -85,7 +85,7 @@ def _topic_id(both: Both, name: str) -> tuple[uuid.UUID, uuid.UUID]:
 
 def test_produce_fetch_and_offsets_by_topic_id(both: Both) -> None:
     name = f"by-id-{uuid.uuid4().hex[:8]}"
-    _create(both, name, 1)
+    create(both, name, 1)
     ids = _topic_id(both, name)
     unknown = uuid.uuid4()
     for client, topic_id in zip((both.martlet, both.reference), ids, strict=True):
@@ -131,7 +131,7 @@ def _coordinated(client: RawClient, group: str) -> bool:
 
 def test_list_offsets_special_timestamps_by_version(both: Both) -> None:
     name = f"special-{uuid.uuid4().hex[:8]}"
-    _create(both, name, 1)
+    create(both, name, 1)
     for version in (7, 8, 9, 10, 11):
         for timestamp in (-1, -2, -3, -4, -5, -6, -7):
             body = {"replica_id": -1, "isolation_level": 0, "timeout": 30_000, "topics": [
@@ -145,8 +145,8 @@ def test_list_offsets_special_timestamps_by_version(both: Both) -> None:
 def test_describe_topic_partitions_pages_as_kafka_does(both: Both) -> None:
     prefix = uuid.uuid4().hex[:8]
     first, second = f"dtp-{prefix}-a", f"dtp-{prefix}-b"
-    _create(both, first, 3)
-    _create(both, second, 2)
+    create(both, first, 3)
+    create(both, second, 2)
     asks = [
         {"topics": [{"name": second}, {"name": f"dtp-{prefix}-none"}, {"name": first}], "response_partition_limit": 2},
         {"topics": [{"name": first}, {"name": second}], "response_partition_limit": 3},
@@ -174,7 +174,7 @@ def _page(answer: Any) -> tuple[object, ...]:
 
 def test_newest_group_and_cluster_versions_answer_as_kafka(both: Both) -> None:
     name = f"groups-{uuid.uuid4().hex[:8]}"
-    _create(both, name, 1)
+    create(both, name, 1)
     classic, consumer = f"classic-{name}", f"consumer-{name}"
     for client in (both.martlet, both.reference):
         assert wait_until(lambda c=client: _coordinated(c, consumer), 30)

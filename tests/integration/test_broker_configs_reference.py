@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.reference_pair import Both
-from tests.integration.test_cluster_admin_reference import DESCRIBE_CONFIGS, _create
+from tests.support.kafka_admin import DESCRIBE_CONFIGS, create
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -58,7 +58,7 @@ def _shown(entry: Any) -> tuple[object, ...]:
 
 def test_dynamic_broker_configs_answer_and_show_as_kafka(both: Both) -> None:
     topic = f"dynamic-{uuid.uuid4().hex[:8]}"
-    _create(both, topic, 1)
+    create(both, topic, 1)
     try:
         for name in ("1", ""):
             for change in CHANGES:

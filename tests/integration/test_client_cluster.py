@@ -10,8 +10,8 @@ the tests here in file order (the last one kills a broker).
 - A partition move (point 3): the leader of every partition is killed with kill -9 during a
   write; the partitions reload on the other broker with a new S, and the producer, refused
   or cut off, finds the new leader (LAYOUT), learns the new (V, S, C) and resends what the
-  dead broker never persisted. The history check of test_client_producer.py then finds every
-  message the client saw persisted exactly once, each key in order.
+  dead broker never persisted. The history check (tests/support/native_producer.py) then
+  finds every message the client saw persisted exactly once, each key in order.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from martlet.client.consumer import Consumer
 from martlet.client.message import Message
 from martlet.compat.bench.failover import all_led, leaders, node_ids, wait_for
 from martlet.compat.reference.cluster import ClusterOptions, LocalCluster
-from tests.integration.test_client_consumer import expected, produce, read_until, values
-from tests.integration.test_client_producer import check_history, check_split, read_all, write_through
+from tests.support.native_consumer import expected, produce, read_until, values
+from tests.support.native_producer import check_history, check_split, read_all, write_through
 
 pytestmark = pytest.mark.integration
 

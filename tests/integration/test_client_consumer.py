@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
 
 import pytest
 from confluent_kafka import Consumer as KafkaConsumer
@@ -22,12 +21,10 @@ from martlet.client.message import Message
 from martlet.client.simple_consumer import AsyncSimpleConsumer, SimpleConsumer
 from tests.fixtures.martlet import wait_until
 from tests.integration.clients import unique_topic
+from tests.support.native_consumer import FLUSH_S, POLL_S, WAIT_S, expected, produce, read_until, values
 
 pytestmark = pytest.mark.integration
 
-WAIT_S = 30.0  # a rebalance takes up to two heartbeat intervals (5 s each) of the broker's
-FLUSH_S = 30.0
-POLL_S = 0.2
 BASE_TS_MS = 1_700_000_000_000
 
 
@@ -35,33 +32,6 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> str:
     """Create the topic; its resource name."""
     with Admin(bootstrap) as admin:
         return admin.create_topic(topic, partitions).resource_name
-
-
-def produce(bootstrap: str, topic: str, partitions: int, count: int, first: int = 0) -> None:
-    """`count` records, value b"v<i>" for i from `first`, round-robin over the partitions."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for i in range(first, first + count):
-        producer.produce(topic, value=b"v%d" % i, key=b"k%d" % i, partition=i % partitions)
-    assert producer.flush(FLUSH_S) == 0
-
-
-def read_until(consumers: Iterable[Consumer], seen: list[list[Message]], done: Callable[[], bool],
-               timeout_s: float = WAIT_S) -> None:
-    """Poll every consumer in turn, appending what each returns to its list, until `done`."""
-    members = list(consumers)
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        assert time.monotonic() < deadline, f"not done after {timeout_s} s: {[len(s) for s in seen]} read"
-        for member, got in zip(members, seen):
-            got += member.poll(POLL_S)
-
-
-def values(messages: Iterable[Message]) -> list[bytes | None]:
-    return [m.value for m in messages]
-
-
-def expected(first: int, count: int) -> set[bytes]:
-    return {b"v%d" % i for i in range(first, first + count)}
 
 
 def test_simple_consumer_reads_in_order_from_an_offset(martlet):

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tests.fixtures.reference_pair import Both
-from tests.integration.raw_client import serving
+from tests.support.kafka_admin import CREATE_TOPICS, DESCRIBE_CONFIGS, create
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
-LIST_OFFSETS, METADATA, CREATE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS = 2, 3, 19, 32, 35
+LIST_OFFSETS, METADATA, DESCRIBE_LOG_DIRS = 2, 3, 35
 ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS, DESCRIBE_CLUSTER = 43, 45, 46, 60
 BROKER = 4
 STATIC = 4
@@ -35,16 +35,6 @@ SAME_SOURCE = ("broker.id", "node.id", "process.roles", "listeners", "advertised
 
 def _topic(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def _create(both: Both, name: str, partitions: int, configs: dict[str, str] | None = None) -> None:
-    body = {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
-                        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
-            "timeout": 30_000}
-    for answer in both.ask(CREATE_TOPICS, 7, body):
-        assert answer.topics[0].error_code == 0, answer
-
-    both.each(lambda client: serving(client, {name: partitions}))
 
 
 def _errors(answer: Any, topics: str, partitions: str, index: str) -> dict[tuple[str, int], tuple[int, str | None]]:
@@ -81,7 +71,7 @@ def test_an_assignment_creates_the_topic_on_both(both: Both) -> None:
 
 def test_metadata_and_describe_cluster_agree_on_one_node(both: Both) -> None:
     name = _topic("meta")
-    _create(both, name, 2)
+    create(both, name, 2)
     ours, theirs = both.ask(METADATA, 12, {"topics": [{"name": name}]})
     shape = [[(p.partition_index, p.leader_id, p.replica_nodes, p.isr_nodes, p.offline_replicas)
               for p in answer.topics[0].partitions] for answer in (ours, theirs)]
@@ -126,7 +116,7 @@ def test_broker_resources_that_name_no_live_broker_get_kafkas_error(both: Both) 
 
 def test_log_dirs_list_the_partitions_with_no_lag(both: Both) -> None:
     name = _topic("logdirs")
-    _create(both, name, 2)
+    create(both, name, 2)
     body = {"topics": [{"topic": name, "partitions": [0, 1, 7]}, {"topic": _topic("ghost"), "partitions": [0]}]}
     answers = both.ask(DESCRIBE_LOG_DIRS, 4, body)
     shapes = []
@@ -139,7 +129,7 @@ def test_log_dirs_list_the_partitions_with_no_lag(both: Both) -> None:
 
 def test_reassignment_errors_match_per_partition(both: Both) -> None:
     name = _topic("reassign")
-    _create(both, name, 2)
+    create(both, name, 2)
     ghost = _topic("ghost")
     partitions = [{"partition_index": 0, "replicas": [1]}, {"partition_index": 1, "replicas": [2]},
                   {"partition_index": 9, "replicas": [1]}, {"partition_index": 1, "replicas": None},
@@ -161,7 +151,7 @@ def test_reassignment_errors_match_per_partition(both: Both) -> None:
 @pytest.mark.parametrize("election", [0, 1], ids=["preferred", "unclean"])
 def test_elect_leaders_match_per_partition(both: Both, election: int) -> None:
     name = _topic("elect")
-    _create(both, name, 2)
+    create(both, name, 2)
     ghost = _topic("ghost")
     body = {"election_type": election, "timeout": 30_000,
             "topic_partitions": [{"topic": name, "partitions": [0, 1, 9]}, {"topic": ghost, "partitions": [0]}]}

@@ -19,8 +19,8 @@ from martlet.records.header import iter_batches
 from tests.fixtures.martlet import wait_until
 from tests.fixtures.reference_pair import Both
 from tests.integration.raw_client import RawClient
-from tests.integration.test_cluster_admin_reference import _create
-from tests.unit.gateway.handlers.test_fetch import fetch_body
+from tests.support.fetching import fetch_body
+from tests.support.kafka_admin import create
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,7 @@ COMPACTION_WAIT_S = 60.0
 @pytest.mark.java
 def test_records_without_a_key_are_refused_as_kafka_refuses_them(both: Both) -> None:
     topic = f"compacted-{uuid.uuid4().hex[:8]}"
-    _create(both, topic, 1, {"cleanup.policy": "compact"})
+    create(both, topic, 1, {"cleanup.policy": "compact"})
     batch = _keyed_batch([b"k1", None, b"k2", None])
     body = {"transactional_id": None, "acks": -1, "timeout": 30_000,
             "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}

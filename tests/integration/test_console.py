@@ -12,13 +12,10 @@ to refresh the pictures the docs show), else to a throwaway folder, so a test ru
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +26,7 @@ from playwright.sync_api import Page, expect
 from tests.fixtures.browser import ConsolePage
 from tests.fixtures.martlet import MartletProcess, wait_until
 from tests.integration.clients import Deadline, confluent_create_topic
+from tests.support.console import screenshot
 
 pytestmark = pytest.mark.integration
 
@@ -117,12 +115,6 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
             consumer.close()
     finally:
         broker.stop()
-
-
-def screenshot(page: Page, name: str) -> None:
-    folder = Path(os.environ.get("MARTLET_SCREENSHOTS") or Path(tempfile.gettempdir()) / "martlet-console")
-    folder.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(folder / name), full_page=True)
 
 
 def cell(row: Any, field: str) -> Any:

@@ -28,7 +28,7 @@ from playwright.sync_api import Page, expect
 from martlet.compat.bench.failover import all_led, wait_for
 from tests.integration.clients import unique_topic
 from tests.integration.cluster_load import create_topic
-from tests.integration.test_console import screenshot
+from tests.support.console import screenshot
 
 pytestmark = pytest.mark.integration
 

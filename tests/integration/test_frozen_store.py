@@ -31,7 +31,7 @@ from martlet.compat.bench.failover import all_led, wait_for
 from tests.fixtures.martlet import wait_until
 from tests.integration.clients import unique_topic
 from tests.integration.delivery_load import GroupReader, PacedProducer, p99, stored_once, summary
-from tests.integration.test_hdfs_store import store_args
+from tests.support.durability import store_args
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ clients send today (kafka-clients 4.x and librdkafka 2.x, /work/shared/reference
 
 Member ids are each broker's own, so a flow runs separately on each broker (its own
 connections, threading that broker's member ids and topic ids through) and records each
-answer under a label. The answers are reduced with test_answers_reference.shape (ids, ports,
+answer under a label. The answers are reduced with tests/support/answers.py's shape (ids, ports,
 throttle times and messages to null-or-not), then each member id is replaced by its place
 in the flow ("<member 1>" is the first id handed out), which keeps "the leader is this
 member" comparable where a bare "<set>" would not. Group and topic names are the same on
@@ -35,8 +35,8 @@ import pytest
 from martlet.protocol.codec import build, request_type
 from tests.fixtures.martlet import MartletProcess, wait_until
 from tests.integration.raw_client import RawClient, serving
-from tests.integration.test_answers_reference import ORDER_FREE, _order, differences, shape
-from tests.integration.test_group_errors import GROUP_CONFIG, assignment, coordinator_ready, subscription
+from tests.support.answers import ORDER_FREE, differences, order, shape
+from tests.support.group_requests import GROUP_CONFIG, assignment, coordinator_ready, subscription
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -116,7 +116,7 @@ class Flow:
         return answer
 
     def _shape(self, value: Any, name: str = "") -> Any:
-        """test_answers_reference.shape, but this broker's id of a known topic reads as the
+        """tests/support/answers.py's shape, but this broker's id of a known topic reads as the
         topic's name (the ids differ between the brokers; the topics they name must not)."""
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return {f.name: self._shape(getattr(value, f.name), f.name) for f in dataclasses.fields(value)}
@@ -125,7 +125,7 @@ class Flow:
             by_id = all(isinstance(item, dict) and "topic_id" in item and "name" not in item for item in items)
             if by_id:  # OffsetCommit and OffsetFetch from v10, KIP-848 assignments
                 return sorted(items, key=lambda item: str(item["topic_id"]))
-            return sorted(items, key=_order) if name in ORDER_FREE else items
+            return sorted(items, key=order) if name in ORDER_FREE else items
         if name == "topic_id" and value in self.topic_names:
             return self.topic_names[value]
         return shape(value, name)

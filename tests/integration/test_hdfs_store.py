@@ -28,7 +28,8 @@ from tests.integration.clients import (
     unique_topic,
 )
 from tests.integration.raw_client import RawClient, record_batch
-from tests.integration.test_group_errors import (
+from tests.support.durability import check_acknowledged, consume_all, p99, store_args, wait_acked
+from tests.support.group_requests import (
     E,
     assignment,
     commit,
@@ -38,18 +39,13 @@ from tests.integration.test_group_errors import (
     subscription,
     sync,
 )
-from tests.integration.test_group_errors import fetch as offset_fetch
-from tests.integration.test_restart import _check_acknowledged, _consume_all, _wait_acked
+from tests.support.group_requests import fetch as offset_fetch
 
 pytestmark = pytest.mark.integration
 
 OUTAGE_S = 60.0  # how long HDFS stays down: the scenario under test, not a wait for anything
 MEMORY_BYTES = 8 << 20  # a small budget, so that the outage fills it
 RECOVERY_S = 120.0
-
-
-def store_args(hdfs) -> list[str]:
-    return ["--store", f"{hdfs.url}/martlet-{uuid.uuid4().hex[:8]}"]
 
 
 def test_serve_on_hdfs_keeps_data_across_a_graceful_restart(martlet_process, reference_hdfs) -> None:
@@ -98,16 +94,16 @@ def test_kill_9_under_acks_all_load_on_hdfs_loses_nothing_and_starts_a_new_sessi
         "linger.ms": 5, "batch.size": 64 * 1024, "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000)})
     producer.start()
     try:
-        _wait_acked(producer, 3_000)
+        wait_acked(producer, 3_000)
         # the sticky partitioner may leave a partition empty: watch one that has records
         watched = Counter(partition for partition, _, _ in producer.acked).most_common(1)[0][0]
         before = max(offset for partition, offset, _ in producer.acked if partition == watched)
         broker.restart(hard=True)
-        _wait_acked(producer, producer.acked_count() + 3_000)
+        wait_acked(producer, producer.acked_count() + 3_000)
     finally:
         producer.stop()
-    ends, log = _consume_all(broker.bootstrap, topic)
-    _check_acknowledged(producer, log)
+    ends, log = consume_all(broker.bootstrap, topic)
+    check_acknowledged(producer, log)
     first, last = _epochs(broker.bootstrap, topic, watched, (before, ends[watched] - 1))
     assert last > first, f"the session S (leader epoch) did not change across the restart: {first} -> {last}"
 
@@ -142,8 +138,8 @@ def test_hdfs_down_for_a_minute_slows_producers_and_loses_nothing(
     fast.start()
     durable.start()
     try:
-        _wait_acked(fast, 20_000)
-        _wait_acked(durable, 500)
+        wait_acked(fast, 20_000)
+        wait_acked(durable, 500)
         reference_hdfs.stop_process()
         try:
             at_stop = fast.acked_count(), durable.acked_count()
@@ -160,16 +156,16 @@ def test_hdfs_down_for_a_minute_slows_producers_and_loses_nothing(
         assert in_outage[1] <= durable.max_outstanding, (
             f"{in_outage[1]} acks=all records were acknowledged while HDFS was down")
         after = fast.acked_count(), durable.acked_count()
-        _wait_acked(fast, after[0] + 20_000)
-        _wait_acked(durable, after[1] + 500)
+        wait_acked(fast, after[0] + 20_000)
+        wait_acked(durable, after[1] + 500)
     finally:
         fast.stop(timeout_s=RECOVERY_S)
         durable.stop(timeout_s=RECOVERY_S)
     assert not fast.failed and not durable.failed, (fast.failed[:3], durable.failed[:3])
     assert fast.unflushed == 0 and durable.unflushed == 0
-    _, log = _consume_all(broker.bootstrap, topic)
-    _check_acknowledged(fast, log)
-    _check_acknowledged(durable, log)
+    _, log = consume_all(broker.bootstrap, topic)
+    check_acknowledged(fast, log)
+    check_acknowledged(durable, log)
     values = Counter(got.value for records in log.values() for got in records)
     duplicated = [value for value, count in values.items() if count > 1]
     assert not duplicated, f"{len(duplicated)} values stored twice, e.g. {duplicated[:3]}"
@@ -199,11 +195,6 @@ def _percentiles(latencies: list[float]) -> str:
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     return (f"n={len(ordered)} p50={statistics.median(ordered) * 1000:.1f} ms p99={p99 * 1000:.1f} ms "
             f"max={ordered[-1] * 1000:.1f} ms")
-
-
-def _p99(latencies: list[float]) -> float:
-    ordered = sorted(latencies)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
 class Repeating(threading.Thread):
@@ -320,8 +311,8 @@ def _check_outage(seen: Outage, metadata: Repeating, beats: Repeating) -> None:
     assert not metadata.errors and not beats.errors, (metadata.errors[:3], beats.errors[:3])
     assert len(metadata.latencies) > CONTROL_OUTAGE_S / 0.050 / 2, "Metadata was not answered all along"
     assert len(beats.latencies) > CONTROL_OUTAGE_S / 0.100 / 2, "Heartbeat was not answered all along"
-    assert _p99(metadata.latencies) <= QUICK_P99_S, _percentiles(metadata.latencies)
-    assert _p99(beats.latencies) <= QUICK_P99_S, _percentiles(beats.latencies)
+    assert p99(metadata.latencies) <= QUICK_P99_S, _percentiles(metadata.latencies)
+    assert p99(beats.latencies) <= QUICK_P99_S, _percentiles(beats.latencies)
     for (code, records), took in seen.fetched:
         assert code == 0 and b"before-99" in records, (E(code), len(records))
         assert took <= 1.0, f"a Fetch of data in memory took {took:.3f} s"

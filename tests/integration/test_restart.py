@@ -16,69 +16,21 @@ from tests.integration.clients import (
     FLUSH_TIMEOUT_S,
     PARTITIONS,
     ContinuousProducer,
-    Got,
     check_round_trip,
     confluent_consume,
     confluent_consumer,
     confluent_create_topic,
-    confluent_high_watermarks,
     confluent_produce,
     confluent_wait_partitions,
     make_records,
     unique_topic,
 )
+from tests.support.durability import check_acknowledged, consume_all, wait_acked
 
 pytestmark = pytest.mark.integration
 
 BEFORE_RESTART = 5_000  # acknowledged records to wait for before each restart
-ACK_WAIT_S = 60.0
 SECOND_SERVE_TIMEOUT_S = 30.0
-
-
-def _consume_all(bootstrap: str, topic: str) -> tuple[dict[int, int], dict[int, list[Got]]]:
-    """High watermarks and every record of every partition (offset order)."""
-    consumer = confluent_consumer(bootstrap)
-    try:
-        ends = confluent_high_watermarks(consumer, topic)
-        got = confluent_consume(consumer, topic, sum(ends.values()))
-    finally:
-        consumer.close()
-    log: dict[int, list[Got]] = {p: [] for p in range(PARTITIONS)}
-    for g in got:
-        log[g.partition].append(g)
-    for partition, records in log.items():
-        records.sort(key=lambda g: g.offset)
-        offsets = [g.offset for g in records]
-        assert offsets == list(range(ends[partition])), (
-            f"partition {partition}: read {len(offsets)} records up to the high watermark "
-            f"{ends[partition]}; offsets not dense from 0 (first {offsets[:3]}, last {offsets[-3:]})")
-    return ends, log
-
-
-def _check_acknowledged(producer: ContinuousProducer, log: dict[int, list[Got]], ordered: bool = True) -> None:
-    """Every acknowledged record is at its acknowledged offset, and (if `ordered`) per
-    partition the acknowledged records are in produce order."""
-    at: dict[tuple[int, int], int] = {}
-    for partition, offset, seq in producer.acked:
-        assert (partition, offset) not in at, (
-            f"offset {partition}:{offset} acknowledged twice: seq {at[(partition, offset)]} and seq {seq}")
-        at[(partition, offset)] = seq
-    for (partition, offset), seq in sorted(at.items()):
-        records = log[partition]
-        assert offset < len(records), (
-            f"acknowledged seq {seq} at {partition}:{offset} is missing: partition ends at {len(records)}")
-        found = records[offset].value
-        assert found == producer.value(seq), (
-            f"acknowledged seq {seq} at {partition}:{offset}, found {found!r} there")
-    for partition in range(PARTITIONS if ordered else 0):
-        seqs = [seq for (p, _), seq in sorted(at.items()) if p == partition]
-        assert seqs == sorted(seqs), f"partition {partition}: acknowledged records out of produce order"
-
-
-def _wait_acked(producer: ContinuousProducer, count: int) -> None:
-    assert producer.wait_acked(count, ACK_WAIT_S), (
-        f"only {producer.acked_count()} of {count} records acknowledged within {ACK_WAIT_S}s; "
-        f"failed {len(producer.failed)} (first {producer.failed[:3]}); errors {producer.client_errors[:5]}")
 
 
 def test_graceful_restart_keeps_everything(martlet_process) -> None:
@@ -104,7 +56,7 @@ def test_graceful_restart_keeps_everything(martlet_process) -> None:
     # The log carries on after the restart: new records follow densely.
     second = make_records(3_000, codecs=("none", "zstd"), base_ts_ms=first[-1].timestamp_ms + 1000)
     more = confluent_produce(broker.bootstrap, topic, second, **{"enable.idempotence": True})
-    ends, log = _consume_all(broker.bootstrap, topic)
+    ends, log = consume_all(broker.bootstrap, topic)
     assert sum(ends.values()) == len(first) + len(second)
     for seq, (partition, offset) in more.items():
         assert log[partition][offset].value == second[seq].value
@@ -127,13 +79,13 @@ def test_kill_9_under_acks_all_load_loses_nothing_acknowledged(martlet_process) 
     })
     producer.start()
     try:
-        _wait_acked(producer, BEFORE_RESTART)
+        wait_acked(producer, BEFORE_RESTART)
         broker.restart(hard=True)
-        _wait_acked(producer, producer.acked_count() + BEFORE_RESTART)
+        wait_acked(producer, producer.acked_count() + BEFORE_RESTART)
     finally:
         producer.stop()
-    _, log = _consume_all(broker.bootstrap, topic)
-    _check_acknowledged(producer, log)
+    _, log = consume_all(broker.bootstrap, topic)
+    check_acknowledged(producer, log)
 
 
 def test_idempotent_producer_across_restarts_has_no_duplicates_or_gaps(martlet_process) -> None:
@@ -148,18 +100,18 @@ def test_idempotent_producer_across_restarts_has_no_duplicates_or_gaps(martlet_p
     })
     producer.start()
     try:
-        _wait_acked(producer, BEFORE_RESTART)
+        wait_acked(producer, BEFORE_RESTART)
         broker.restart()
-        _wait_acked(producer, producer.acked_count() + BEFORE_RESTART)
+        wait_acked(producer, producer.acked_count() + BEFORE_RESTART)
         broker.restart(hard=True)
-        _wait_acked(producer, producer.acked_count() + BEFORE_RESTART)
+        wait_acked(producer, producer.acked_count() + BEFORE_RESTART)
     finally:
         producer.stop()
     assert producer.unflushed == 0, f"{producer.unflushed} records undelivered after flush"
     assert not producer.failed, f"{len(producer.failed)} deliveries failed, first {producer.failed[:5]}"
     assert not [e for e in producer.client_errors if e.startswith("FATAL")], producer.client_errors
-    _, log = _consume_all(broker.bootstrap, topic)
-    _check_acknowledged(producer, log)
+    _, log = consume_all(broker.bootstrap, topic)
+    check_acknowledged(producer, log)
     seqs = [producer.seq_of(g.value) for records in log.values() for g in records]
     duplicates = len(seqs) - len(set(seqs))
     assert duplicates == 0, f"{duplicates} duplicate records in the log"

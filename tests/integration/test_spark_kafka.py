@@ -32,7 +32,7 @@ from confluent_kafka import KafkaError, Message, Producer
 from martlet.compat.reference.kafka import ReferenceKafka
 from tests.fixtures.martlet import MartletProcess, wait_until
 from tests.integration.clients import confluent_consume, confluent_consumer, confluent_create_topic
-from tests.integration.test_transactions import producer as transactional_producer
+from tests.support.transactions import producer as transactional_producer
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -23,8 +23,8 @@ from martlet.records.decode import decode_records
 from martlet.records.header import parse_header
 from tests.fixtures.reference_pair import Both
 from tests.integration.raw_client import record_batch
-from tests.integration.test_cluster_admin_reference import CREATE_TOPICS, DESCRIBE_CONFIGS, _create
-from tests.unit.gateway.handlers.test_fetch import fetch_body
+from tests.support.fetching import fetch_body
+from tests.support.kafka_admin import CREATE_TOPICS, DESCRIBE_CONFIGS, create
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -55,7 +55,7 @@ def _shown(entry: object) -> tuple[object, ...]:
 
 def test_describe_shows_kafkas_names_defaults_sources_and_synonyms(both: Both) -> None:
     topic = f"configs-{uuid.uuid4().hex[:8]}"
-    _create(both, topic, 1)
+    create(both, topic, 1)
     ours, theirs = _describe(both, topic)
     assert set(ours) - OWN == set(theirs)
     assert {config.name for config in CONFIGS} - OWN == set(theirs)
@@ -76,7 +76,7 @@ def test_describe_shows_kafkas_names_defaults_sources_and_synonyms(both: Both) -
 
 def test_every_config_takes_and_refuses_values_as_kafka_does(both: Both) -> None:
     topic = f"checks-{uuid.uuid4().hex[:8]}"
-    _create(both, topic, 1)
+    create(both, topic, 1)
     different = {}
     for config in CONFIGS:
         if config.name in OWN:
@@ -110,8 +110,8 @@ def _refusals(answer: object) -> tuple[object, ...]:
 
 def test_records_outside_the_timestamp_window_are_refused_as_kafka_refuses_them(both: Both) -> None:
     topic, strict = f"window-{uuid.uuid4().hex[:8]}", f"strict-{uuid.uuid4().hex[:8]}"
-    _create(both, topic, 1)
-    _create(both, strict, 1, {"message.timestamp.before.max.ms": "60000"})
+    create(both, topic, 1)
+    create(both, strict, 1, {"message.timestamp.before.max.ms": "60000"})
     now = int(time.time() * 1000)
     for name, stamps in [(topic, [now, now + 2 * 3_600_000, now + 3 * 3_600_000]), (topic, [now - 10**12]),
                          (strict, [now, now - 3_600_000]), (strict, [-1])]:
@@ -127,7 +127,7 @@ def test_a_topic_codec_recompresses_batches_as_kafka_does(both: Both) -> None:
                "small": {"compression.type": "uncompressed", "max.message.bytes": "500"}}
     names = {kind: f"codec-{kind}-{uuid.uuid4().hex[:8]}" for kind in configs}
     for kind, wanted in configs.items():
-        _create(both, names[kind], 1, wanted)
+        create(both, names[kind], 1, wanted)
     now = int(time.time() * 1000)
     sent = {"gzip": record_batch([b"a" * 300, b"b"], now), "lz4": record_batch([b"c" * 300], now),
             "zstd": bytes(build_batch([NewRecord(b"k", b"d" * 300, now)], compression=compression.SNAPPY)),
@@ -152,8 +152,8 @@ def test_a_compressed_record_larger_than_max_decompressed_message_bytes_is_refus
     decompressed (a small batch cannot make the broker allocate a huge record); records of an
     uncompressed batch are bounded by max.message.bytes instead."""
     limited, open_ = f"inflate-{uuid.uuid4().hex[:8]}", f"inflate-open-{uuid.uuid4().hex[:8]}"
-    _create(both, limited, 1, {"max.decompressed.message.bytes": "512"})
-    _create(both, open_, 1)
+    create(both, limited, 1, {"max.decompressed.message.bytes": "512"})
+    create(both, open_, 1)
     now = int(time.time() * 1000)
     cases = {"gzip 4 KB": (limited, [b"x" * 4096], compression.GZIP),
              "gzip 4 KB among small ones": (limited, [b"s", b"y" * 4096, b"t", b"z" * 600], compression.GZIP),

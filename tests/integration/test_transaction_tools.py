@@ -24,7 +24,7 @@ from confluent_kafka import IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.integration.clients import confluent_create_topic, unique_topic
-from tests.integration.test_transactions import read_all
+from tests.support.transactions import read_all
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 

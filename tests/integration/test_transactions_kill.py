@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from tests.fixtures.martlet import MartletProcess, wait_until
-from tests.integration.test_transactions import TIMEOUT_S, create_topic, producer, read_all
+from tests.support.transactions import TIMEOUT_S, create_topic, producer, read_all
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "exactly_once.py"
 INPUTS = 3_000

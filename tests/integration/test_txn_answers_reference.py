@@ -17,7 +17,7 @@ Java keeps to the classic flow, docs/transactions.md "Transactions V2"):
 
 Producer ids are each broker's own, so the flow runs separately on each broker, threading
 its own ids and epochs through, and records each answer under a label. Answers are reduced
-with test_answers_reference.shape (ports, hosts, throttle times and messages to
+with tests/support/answers.py's shape (ports, hosts, throttle times and messages to
 null-or-not), then each broker-chosen value is normalised as `Flow._generic` says.
 FindCoordinator's node id is compared as it is (both brokers are node 1); the
 __transaction_state partition an id lives in, numbered differently on each broker, shows in
@@ -37,8 +37,8 @@ from martlet.protocol.codec import build, request_type
 from martlet.records.build import NewRecord, Producer, build_batch
 from tests.fixtures.martlet import wait_until
 from tests.integration.raw_client import RawClient, serving
-from tests.integration.test_answers_reference import differences, shape
-from tests.integration.test_group_errors import coordinator_ready
+from tests.support.answers import differences, shape
+from tests.support.group_requests import coordinator_ready
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -201,7 +201,7 @@ class Reader:
 
 
 def describe_transactions(client: RawClient, transactional_id: str) -> dict[str, Any]:
-    """DescribeTransactions v0 of one id, shaped as test_answers_reference.shape shapes answers."""
+    """DescribeTransactions v0 of one id, shaped as tests/support/answers.py's shape shapes answers."""
     correlation_id = client.send(build(request_type(DESCRIBE_TRANSACTIONS, 0), {"transactional_ids": [transactional_id]}))
     read = Reader(client.read_frame())
     assert read.fixed(4) == correlation_id

@@ -24,7 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from martlet.compat.clients.java_driver import JavaDriver
 from tests.fixtures.martlet import wait_until
 from tests.integration.clients import confluent_consumer, confluent_create_topic, unique_topic
-from tests.integration.test_hdfs_store import _p99, store_args
+from tests.support.durability import p99, store_args
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -214,7 +214,7 @@ class Load:
 
 def _summary(name: str, samples: list[float]) -> str:
     return (f"{name} n={len(samples)} p50={statistics.median(samples) * 1000:.1f} ms "
-            f"p99={_p99(samples) * 1000:.1f} ms max={max(samples) * 1000:.1f} ms")
+            f"p99={p99(samples) * 1000:.1f} ms max={max(samples) * 1000:.1f} ms")
 
 
 def test_an_hdfs_outage_interrupts_neither_producers_nor_consumers_and_everything_is_persisted_once(
@@ -246,8 +246,8 @@ def test_an_hdfs_outage_interrupts_neither_producers_nor_consumers_and_everythin
     print(f"during the {OUTAGE_S:.0f} s outage: {_summary('acks=1', during)}; {_summary('delivery', delivered)}")
     assert len(during) >= OUTAGE_S * RATE * 0.8, f"only {len(during)} records acknowledged while HDFS was down"
     assert len(delivered) == len(during), "records acknowledged during the outage were not all delivered"
-    assert _p99(during) <= SMOOTH_P99_S, _summary("acks=1", during)
-    assert _p99(delivered) <= SMOOTH_P99_S, _summary("delivery", delivered)
+    assert p99(during) <= SMOOTH_P99_S, _summary("acks=1", during)
+    assert p99(delivered) <= SMOOTH_P99_S, _summary("delivery", delivered)
     # persisted once: an acks=all record on every partition comes back once C passed all of it,
     # and a kill -9 afterwards keeps every acknowledged record, each at its offset, once
     settled = time.monotonic()

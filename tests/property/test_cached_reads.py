@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from martlet.engine.store import MemoryStore
 from martlet.engine.store.cache import CachedStore
-from tests.unit.engine.store.test_block_cache import Deferred
+from tests.support.stores import Deferred
 
 BLOCK = 64
 

@@ -24,7 +24,7 @@ from martlet.protocol.codec import (
 )
 from martlet.protocol.fetch_wire import encode_fetch_response
 from martlet.protocol.produce_wire import decode_produce, encode_produce_response
-from tests.property.test_codec_roundtrip import ERROR_CODES, I32, I64, MILLIS, SETTINGS, TEXT, encode_request, entities
+from tests.support.strategies import ERROR_CODES, I32, I64, MILLIS, SETTINGS, TEXT, encode_request, entities
 
 VERSIONS = [3, 5, 7, 8, 9, 10, 11, 12, 13]
 

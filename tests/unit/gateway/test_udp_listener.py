@@ -17,9 +17,9 @@ from martlet.records import compression
 from martlet.records.build import NewRecord, Producer, build_batch
 from martlet.records.decode import Record, decode_records
 from martlet.records.header import iter_batches
+from tests.support.stores import BUDGET_BYTES, StoreDown, persister_retries
 from tests.unit.gateway.handlers.fake_cluster import ThreeNodes
 from tests.unit.gateway.handlers.harness import CALL_S_MAX, NOW_MS, Broker
-from tests.unit.gateway.handlers.test_produce import BUDGET_BYTES, _persister_retries, _StoreDown
 
 SOURCE = "10.0.0.9"
 
@@ -93,7 +93,7 @@ def test_a_partition_served_elsewhere_is_counted_not_served() -> None:
 
 
 def test_a_full_memory_budget_drops_and_counts() -> None:
-    store = _StoreDown()
+    store = StoreDown()
     broker = Broker(store, EngineSettings(topic_partitions_max=64, memory_bytes=BUDGET_BYTES))
     try:
         broker.create_topic("t")
@@ -104,7 +104,7 @@ def test_a_full_memory_budget_drops_and_counts() -> None:
         assert not broker.engine.partitions.has_room()
         assert listener.counters.dropped_full == 1
         store.down = False
-        broker.loop.run_until_complete(asyncio.wait_for(_persister_retries(broker), CALL_S_MAX))
+        broker.loop.run_until_complete(asyncio.wait_for(persister_retries(broker), CALL_S_MAX))
         take(broker, listener, big)  # room again: taken
         assert listener.counters.dropped_full == 1 and listener.counters.accepted >= 2
     finally:

@@ -1,9 +1,8 @@
-import io
 
 import pytest
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from martlet.protocol.codec import (
     ProtocolError,
@@ -15,16 +14,7 @@ from martlet.protocol.codec import (
     peek_header,
     response_type,
 )
-
-
-def encode_request(api_key, version, body, correlation_id=7, client_id="t"):
-    cls = load_request_schema(api_key, version)
-    out = io.BytesIO()
-    header = cls.__header_schema__(request_api_key=api_key, request_api_version=version,
-                                   correlation_id=correlation_id, client_id=client_id)
-    entity_writer(cls.__header_schema__)(out, header)
-    entity_writer(cls)(out, body)
-    return out.getvalue()
+from tests.support.codec import encode_request
 
 
 def test_request_round_trip_through_kio():

@@ -12,22 +12,11 @@ from martlet.engine.groups.types import (
     GroupError,
     HeartbeatRequest,
     HeartbeatResult,
-    TopicLookup,
 )
+from tests.support.group_engine import Catalog, G, facade, join
 
 E = GroupError
-G = "g"
-REBALANCE = 30_000
 SESSION = 45_000
-
-
-class Catalog:
-    def __init__(self, **counts: int) -> None:
-        self.counts = dict(counts)
-
-    def lookup(self) -> TopicLookup:
-        return TopicLookup(self.counts.get, lambda name: f"id-{name}" if name in self.counts else None,
-                           lambda: list(self.counts))
 
 
 def coordinator(**limits: object) -> ConsumerCoordinator:
@@ -37,13 +26,6 @@ def coordinator(**limits: object) -> ConsumerCoordinator:
 
 def tps(topic: str, *partitions: int) -> Assignment:
     return frozenset((f"id-{topic}", p) for p in partitions)
-
-
-def join(member_id: str = "a", topics: tuple[str, ...] = ("t",), **extra: object) -> HeartbeatRequest:
-    fields: dict[str, object] = {"rebalance_timeout_ms": REBALANCE, "subscribed_topic_names": topics,
-                                 "owned": frozenset(), "member_id_required": True}
-    fields.update(extra)
-    return HeartbeatRequest(G, member_id, 0, **fields)  # type: ignore[arg-type]
 
 
 def beat(member_id: str, epoch: int, owned: Assignment | None = None, **extra: object) -> HeartbeatRequest:
@@ -242,14 +224,6 @@ def test_refused_first_join_leaves_no_group_behind():
 
 
 # -- the Groups facade keeps a group id with one protocol at a time
-
-
-def facade():
-    from martlet.engine.groups.classic import GroupLimits
-    from martlet.engine.groups.service import Groups
-    from martlet.engine.store import MemoryStore
-
-    return Groups(MemoryStore(), GroupLimits(initial_rebalance_delay_ms=0), lambda: 0, 1_000)
 
 
 def test_facade_routes_commits_and_listing_by_group_type():

@@ -7,8 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from martlet.engine.groups.types import GroupError, JoinRequest
-
-from .test_consumer import Catalog, G, facade, join
+from tests.support.group_engine import Catalog, G, facade, join
 
 
 def decoder(seen: list[bytes]) -> Callable[[bytes], list[str]]:

@@ -14,8 +14,8 @@ from martlet.engine.log.log import PartitionLog
 from martlet.engine.log.reader import open_readonly
 from martlet.engine.store import LocalStore
 from martlet.records.header import HEADER_BYTES, iter_batches
+from tests.support.stores import mapped, open_descriptors
 from tests.unit.engine.log.log_batches import make_batch
-from tests.unit.engine.store.test_local_store import mapped, open_descriptors
 
 DIR = "p-0"
 

@@ -1,9 +1,9 @@
 import threading
-from collections.abc import Callable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 from martlet.engine.store.cache import READ_AHEAD_BLOCKS, READ_AHEAD_RUNS, CachedStore
 from martlet.engine.store.memory import MemoryStore
+from tests.support.stores import Deferred
 
 
 class CountingStore(MemoryStore):
@@ -77,21 +77,6 @@ def test_the_pool_drops_least_recently_read_blocks_first():
 # -- read-ahead in the background (an executor given) -------------------------------------------
 
 RUN_BYTES = READ_AHEAD_BLOCKS * 1024
-
-
-class Deferred(Executor):
-    """Runs what was submitted only when told to: the background, made deterministic."""
-
-    def __init__(self) -> None:
-        self.calls: list[Callable[[], object]] = []
-
-    def submit(self, fn: Callable[..., object], /, *args: object, **kwargs: object) -> Future[object]:
-        self.calls.append(lambda: fn(*args, **kwargs))
-        return Future()
-
-    def run_all(self) -> None:
-        while self.calls:
-            self.calls.pop(0)()
 
 
 def streaming(size: int, ahead_bytes_max: int = 1 << 30) -> tuple[CountingStore, CachedStore, bytes, Deferred]:

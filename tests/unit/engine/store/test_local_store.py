@@ -6,6 +6,7 @@ import pytest
 
 from martlet.engine.errors import DataDirLocked
 from martlet.engine.store import LocalStore
+from tests.support.stores import mapped, open_descriptors
 
 
 def test_files_live_under_the_root(tmp_path):
@@ -76,25 +77,6 @@ def test_location_names_the_directory_or_the_hdfs_url(tmp_path) -> None:
 
 
 # -- read_view: reads through a mapping --------------------------------------------------------
-
-
-def mapped(path: str) -> list[str]:
-    """Lines of /proc/self/maps that map `path` (a deleted file shows as '<path> (deleted)')."""
-    with open("/proc/self/maps") as maps:
-        return [line for line in maps if path in line]
-
-
-def open_descriptors(path: str) -> list[str]:
-    """This process's descriptors open on `path`."""
-    found = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue  # the listing's own descriptor, closed by now
-        if target.startswith(path):
-            found.append(target)
-    return found
 
 
 def test_read_view_gives_what_read_gives(tmp_path):

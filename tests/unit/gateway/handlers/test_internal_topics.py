@@ -8,6 +8,7 @@ import pytest
 
 from martlet.gateway.internal_topics import INTERNAL_CONFIGS, OFFSETS, TRANSACTIONS
 from tests.integration.raw_client import record_batch
+from tests.support.fetching import fetch_body
 
 from .harness import (
     CREATE_PARTITIONS,
@@ -21,7 +22,6 @@ from .harness import (
     OFFSET_FOR_LEADER_EPOCH,
     Broker,
 )
-from .test_fetch import fetch_body
 
 INVALID_TOPIC, TOPIC_AUTHORIZATION_FAILED, TOPIC_ALREADY_EXISTS = 17, 29, 36
 DESCRIBE_TOPIC_PARTITIONS = 75

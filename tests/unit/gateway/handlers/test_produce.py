@@ -11,17 +11,15 @@ import pytest
 
 from martlet.engine.api import TopicPartition
 from martlet.engine.settings import EngineSettings
-from martlet.engine.store.memory import MemoryAppendFile, MemoryStore
 from martlet.records import compression
 from martlet.records.build import NewRecord, build_batch
 from martlet.records.decode import decode_records
 from martlet.records.header import parse_header
 from tests.integration.raw_client import batch_of_size, decode_response, encode_request, record_batch
+from tests.support.fetching import fetch
+from tests.support.stores import BUDGET_BYTES, StoreDown, persister_retries
 
 from .harness import CALL_S_MAX, NOW_MS, PRODUCE, Broker
-from .test_fetch import fetch
-
-BUDGET_BYTES = 64 << 10
 
 
 def one(answer: object) -> object:
@@ -239,32 +237,6 @@ def test_acks_all_and_sync_flush_acks_1_are_answered_once_c_covers_the_batch(bro
     assert _answered_with_checkpoint(broker, "sync", -1) == (0, 2, 2)
 
 
-class _StoreDown(MemoryStore):
-    """A MemoryStore whose log writes fail while `down`, so appended data stays unpersisted."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.down = False
-
-    def open_append(self, path: str) -> MemoryAppendFile:
-        if self.down:
-            raise OSError("store is down")
-        file = super().open_append(path)
-        store = self
-
-        class Failing(MemoryAppendFile):
-            def write(self, data: bytes | memoryview) -> None:
-                if store.down:
-                    raise OSError("store is down")
-                file.write(data)
-
-            def sync(self) -> None:
-                if store.down:
-                    raise OSError("store is down")
-
-        return Failing(bytearray())
-
-
 def _produce_now(broker: Broker, batch: bytes, timeout_ms: int) -> tuple[int, int, int]:
     """One acks=1 produce through the dispatcher, without the harness's drain (the store may
     be down); (error, base offset, throttle_time_ms)."""
@@ -277,13 +249,6 @@ def _produce_now(broker: Broker, batch: bytes, timeout_ms: int) -> tuple[int, in
     return one(decoded).error_code, one(decoded).base_offset, throttle_ms
 
 
-async def _persister_retries(broker: Broker) -> None:
-    """Fire the persister's retry timers until the budget has room, then drain."""
-    while not broker.engine.partitions.has_room():
-        await broker.engine.clock.next_timer(60_000)
-    await broker.engine.flush()
-
-
 async def _persisted_after_retry(broker: Broker) -> None:
     """Fire the persister's retry timer (on the manual clock), then drain."""
     await broker.engine.clock.next_timer(60_000)
@@ -293,7 +258,7 @@ async def _persisted_after_retry(broker: Broker) -> None:
 def test_acks_all_not_persisted_in_time_is_request_timed_out_with_no_offset() -> None:
     """Kafka's answer when replication is slow: the batch is appended (C covers it once the
     store is back) but the answer names no offset, so the producer resends it."""
-    store = _StoreDown()
+    store = StoreDown()
     broker = Broker(store)
     try:
         broker.create_topic("t")
@@ -319,7 +284,7 @@ def test_a_produce_refused_for_a_full_memory_budget_leaves_nothing_behind() -> N
     back. (The producer resends it; an append would store it twice, or, for a producer that
     is not idempotent, behind later batches: issue 12 point 6 traced such out-of-order
     batches to librdkafka, not to this.)"""
-    store = _StoreDown()
+    store = StoreDown()
     broker = Broker(store, EngineSettings(topic_partitions_max=64, memory_bytes=BUDGET_BYTES))
     try:
         broker.create_topic("t")
@@ -330,7 +295,7 @@ def test_a_produce_refused_for_a_full_memory_budget_leaves_nothing_behind() -> N
         assert (error, base_offset) == (7, -1)  # REQUEST_TIMED_OUT
         assert 50 <= throttle_ms < 1000  # it waited (most of) its timeout for room
         store.down = False
-        broker.loop.run_until_complete(asyncio.wait_for(_persister_retries(broker), CALL_S_MAX))
+        broker.loop.run_until_complete(asyncio.wait_for(persister_retries(broker), CALL_S_MAX))
         assert high_watermark(broker) == 1, "the refused batch was appended after all"
         assert one(broker.produce("t", 0, record_batch([b"next"]), acks=1)).base_offset == 1
     finally:

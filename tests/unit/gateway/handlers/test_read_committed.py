@@ -5,55 +5,19 @@ transactions, ListOffsets answers the last stable offset for read_committed."""
 import pytest
 from kio.schema.errors import ErrorCode
 
-from martlet.engine.api import TopicPartition
-from martlet.records.build import NewRecord, Producer, build_batch, build_control_batch
+from martlet.records.build import NewRecord, build_batch, build_control_batch
 from martlet.records.control import ControlType
-from martlet.records.header import iter_batches, parse_header
+from martlet.records.header import iter_batches
+from tests.support.fetching import fetch_body
+from tests.support.handler_transactions import TP, marker, produce, txn_batch
 
-from .harness import FETCH, LIST_OFFSETS, NOW_MS, PRODUCE, Broker
-from .test_fetch import fetch_body
+from .harness import FETCH, LIST_OFFSETS, NOW_MS, Broker
 
-TP = TopicPartition("t", 0)
 LATEST = -1
-
-
-def produce(broker: Broker, batch: bytes, transactional_id: str | None = None, version: int = 9):
-    """A transactional batch goes in as part of an ongoing transaction of id tx-<producer id>
-    (the coordinator is told of it first: the produce path verifies it, KIP-890 part 1)."""
-    header = parse_header(batch)
-    if header.is_transactional and transactional_id is None:
-        transactional_id = ongoing(broker, header.producer_id)
-    body = {"transactional_id": transactional_id, "acks": -1, "timeout": 1000,
-            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": batch}]}]}
-    return broker.call(PRODUCE, version, body).responses[0].partition_responses[0]
-
-
-def ongoing(broker: Broker, pid: int) -> str:
-    """The coordinator holds tx-<pid> ongoing with partition t-0, at producer id `pid` epoch 0
-    (straight into its state machine: the tests pick their producer ids)."""
-    machine, transactional_id = broker.engine.transactions.machine, f"tx-{pid}"
-    if machine.get(transactional_id) is None:
-        assert machine.init_producer_id(transactional_id, 60_000, NOW_MS, fresh_id=pid).producer_id == pid
-    machine.add_partitions(transactional_id, pid, 0, [TP], NOW_MS)
-    return transactional_id
-
-
-def txn_batch(pid: int, sequence: int, *values: bytes, transactional: bool = True) -> bytes:
-    records = [NewRecord(None, value, NOW_MS) for value in values]
-    return bytes(build_batch(records, producer=Producer(pid, 0, sequence), transactional=transactional))
 
 
 def plain_batch(*values: bytes) -> bytes:
     return bytes(build_batch([NewRecord(None, value, NOW_MS) for value in values]))
-
-
-def marker(broker: Broker, pid: int, commit: bool) -> int:
-    async def append() -> int:
-        offset = broker.engine.partitions.append_control(TP, pid, 0, commit, 0, NOW_MS)
-        assert await broker.engine.flush(10)
-        return offset
-
-    return broker.loop.run_until_complete(append())
 
 
 def fetched(broker: Broker, offset: int = 0, isolation_level: int = 1, version: int = 12):

@@ -8,11 +8,10 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from martlet.engine.api import NodeIdentity, TopicPartition
+from tests.support.handler_transactions import add, end, init, marker, produce, settle, txn_batch
 
 from .fake_cluster import LOCAL, NODE_2, ThreeNodes
 from .harness import NOW_MS, Broker
-from .test_read_committed import marker, produce, txn_batch
-from .test_transactions import add, end, init, settle
 
 ADD_OFFSETS_TO_TXN, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 25, 61, 65, 66
 

@@ -5,48 +5,20 @@ Kafka's error codes per version."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from martlet.engine.api import CommittedOffset
+from tests.support.handler_transactions import ADD_PARTITIONS_TO_TXN, add, end, init, settle
 
-from .harness import CALL_S_MAX, INIT_PRODUCER_ID, Broker
+from .harness import Broker
 
 FIND_COORDINATOR, OFFSET_FETCH = 10, 9
-ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
+ADD_OFFSETS_TO_TXN, TXN_OFFSET_COMMIT = 25, 28
 NONE, NOT_COORDINATOR, UNKNOWN_TOPIC_OR_PARTITION = 0, 16, 3
 INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING = 47, 48, 49
 INVALID_TRANSACTION_TIMEOUT, CONCURRENT_TRANSACTIONS, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED = 50, 51, 55, 90
-
-
-def init(broker: Broker, tid: str = "tx", timeout_ms: int = 60_000, version: int = 4) -> tuple[int, int, int]:
-    answer = broker.call(INIT_PRODUCER_ID, version, {"transactional_id": tid, "transaction_timeout": timeout_ms,
-                                                     "producer_id": -1, "producer_epoch": -1})
-    return int(answer.error_code), answer.producer_id, answer.producer_epoch
-
-
-def add(broker: Broker, pid: int, epoch: int, partitions: dict[str, list[int]], tid: str = "tx",
-        version: int = 3) -> dict[tuple[str, int], int]:
-    topics = [{"name": name, "partitions": indexes} for name, indexes in partitions.items()]
-    answer = broker.call(ADD_PARTITIONS_TO_TXN, version, {
-        "v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
-        "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": topics})
-    return {(t.name, p.partition_index): int(p.partition_error_code)
-            for t in answer.results_by_topic_v3_and_below for p in t.results_by_partition}
-
-
-def end(broker: Broker, pid: int, epoch: int, commit: bool = True, tid: str = "tx", version: int = 3) -> int:
-    answer = broker.call(END_TXN, version, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
-                                            "committed": commit})
-    return int(answer.error_code)
-
-
-def settle(broker: Broker) -> None:
-    """Until the markers tasks are done (bounded)."""
-    broker.loop.run_until_complete(asyncio.wait_for(broker.engine.transactions.markers_settled(), CALL_S_MAX))
-    broker.loop.run_until_complete(broker.engine.flush())
 
 
 def test_a_new_transactional_id_gets_epoch_zero_and_each_init_bumps_it(broker: Broker) -> None:
