@@ -11,6 +11,7 @@ from dataclasses import replace
 from ..engine.api import (
     Engine,
     EngineSettings,
+    Hooks,
     LocalStore,
     Store,
     StoreStats,
@@ -19,7 +20,7 @@ from ..engine.api import (
     store_location,
     timed_store,
 )
-from ..gateway.broker_dynamic import connection_limits
+from ..gateway.broker_dynamic import connection_limits, topic_defaults
 from ..gateway.context import Context
 from ..gateway.dispatch import Dispatcher
 from ..gateway.http.service import HttpPort, start_http
@@ -51,7 +52,9 @@ class Broker:
         # In a cluster the ZooKeeper view decides what this broker serves; else it serves everything.
         self.member = None if config.zookeeper is None else cluster_member(config.zookeeper,
                                                                            config.zookeeper_session_ms)
-        self.engine = Engine(self.store, config.engine, cluster=self.member)
+        # In a cluster some partitions a transaction touches are another node's: their markers go by WriteTxnMarkers.
+        self.engine = Engine(self.store, config.engine, cluster=self.member,
+                             hooks=Hooks(None if self.member is None else send_markers, topic_defaults))
         self.server: Server | None = None
         self.address: tuple[str, int] | None = None
         self.node_id = -1  # known once started
@@ -81,7 +84,6 @@ class Broker:
         if self.member is not None:
             server = self.server
             self.member.connections = lambda: server.connection_count
-            self.engine.transactions.send_markers = send_markers  # markers for partitions other nodes serve
         identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port,
                                                  http=self._published_http(ctx.settings.advertised_host))
         ctx.node_id = self.node_id = identity.node_id

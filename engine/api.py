@@ -33,7 +33,7 @@ from .groups.types import (
 from .log.producers import ActiveProducer
 from .partitions import Appended, Durability, Fetched, PartitionInfo, Partitions
 from .producer_ids import ProducerIds
-from .service import Engine
+from .service import Engine, Hooks
 from .settings import EngineSettings
 from .stats import LatencyHistogram, StoreStats
 from .store.base import Store, location
@@ -98,7 +98,8 @@ __all__ = [
     "ActiveProducer",
     "EMBEDDED_NODE_ID", "ClusterView", "ConfigValue", "Dynamic", "EmbeddedCluster", "Kept", "NodeIdentity", "Overrides",
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",
-    "Engine", "EngineSettings", "GROUP_SEGMENT_BYTES", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
+    "Engine", "EngineSettings", "Hooks",
+    "GROUP_SEGMENT_BYTES", "GroupError", "GroupLimits", "Groups", "HeartbeatRequest", "JoinRequest",
     "Fetched", "LocalStore", "ManualClock", "PartitionInfo", "Partitions", "ProducerIds", "Store", "SyncRequest",
     "Topic", "TopicConfig", "TopicLookup", "TopicPartition", "Topics", "RemoteMarkers", "Transactions", "TxnAnswer", "TxnError",
     "TxnMetadata", "TxnState", "admin", "cluster_member", "errors",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .catalog.catalog import Catalog
@@ -29,9 +30,9 @@ from .store.atomic import read_whole, write_atomically
 from .store.base import Store
 from .store.cache import CachedStore
 from .store.workers import Workers
-from .topics import PartitionOpener, Topics
+from .topics import DynamicChanges, PartitionOpener, Topics
 from .transactions.coordinator import TIMEOUT_MS_MAX
-from .transactions.service import Transactions
+from .transactions.service import SendMarkers, Transactions
 from .types import TopicPartition
 
 if TYPE_CHECKING:
@@ -44,13 +45,24 @@ READ_AHEAD_THREADS = 2  # runs read ahead at once (two 7 MiB reads nearly fill t
 READ_AHEAD_SHARE = 4  # at most this fraction of the memory budget is read ahead and not read yet
 
 
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """What the engine asks of the process around it, given at construction: how to send
+    transaction markers to the node serving a partition (Kafka's WriteTxnMarkers, a cluster
+    only), and how the dynamic broker settings change the topic defaults on a node."""
+
+    send_markers: SendMarkers | None = None
+    dynamic_changes: DynamicChanges | None = None
+
+
 class Engine:
     def __init__(self, store: Store, settings: EngineSettings, clock: Clock | None = None,
-                 cluster: ClusterView | None = None, ids: Ids | None = None) -> None:
+                 cluster: ClusterView | None = None, ids: Ids | None = None, hooks: Hooks | None = None) -> None:
         self.store = store
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
         self.ids: Ids = ids or RandomIds()
+        self._hooks = hooks or Hooks()
         self.cluster: ClusterView = cluster or EmbeddedCluster()  # who serves what (engine/cluster.py)
         self.producer_ids = ProducerIds(store)
         self.pool = MemoryPool(settings.memory_bytes, self.clock.monotonic)
@@ -72,7 +84,7 @@ class Engine:
         opener = PartitionOpener(logs_store, self.pool, settings.index_interval_bytes, self.clock.now_ms,
                                  shared=not isinstance(self.cluster, EmbeddedCluster))
         self.topics = Topics(Catalog(store, settings.owner, settings.topic_partitions_max, self.ids.uuid), self.partitions,
-                             settings.topic_defaults, opener, self.cluster)
+                             settings.topic_defaults, opener, self.cluster, self._hooks.dynamic_changes)
         self._retention_task: asyncio.Task[None] | None = None
         self._compaction_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[object]] = set()
@@ -92,7 +104,7 @@ class Engine:
         self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms,
                              ids=MemberIds.drawn_from(self.ids), shards=Shards(settings.offsets_shards, self.cluster.owns_shard))
         self.transactions = Transactions(self.groups, self.partitions, self.producer_ids, self.cluster,
-                                         self.clock.now_ms, TIMEOUT_MS_MAX)
+                                         self.clock.now_ms, TIMEOUT_MS_MAX, self._hooks.send_markers)
 
     async def open_within(self, deadline_s: float) -> None:
         """`open` on a thread of its own, StoreTimeout past `deadline_s`: a store that does not

@@ -64,6 +64,8 @@ class PartitionOpener:
 
 
 logger = logging.getLogger(__name__)
+# (the dynamic settings, this node's id) -> how they change the topic defaults here
+DynamicChanges = Callable[[Dynamic, int], Overrides]
 LOADERS = 64  # partitions opened at once (created, grown, or moved here): each mostly waits for the store
 TOPIC_LOCK_S = 30.0  # longest a topic change waits for another node's
 # Deadlines of the store work (engine/store/workers.py): opening one partition (lease
@@ -91,14 +93,14 @@ class SharedCatalog(Protocol):
 
 class Topics:
     def __init__(self, catalog: Catalog, partitions: Partitions, defaults: TopicConfig, opener: PartitionOpener,
-                 cluster: ClusterView) -> None:
+                 cluster: ClusterView, dynamic_changes: DynamicChanges | None = None) -> None:
         self._catalog = catalog
         self._partitions = partitions
         self.static_defaults = defaults  # what the settings give
         self.defaults = defaults  # the static ones with the dynamic settings' changes (see `dynamic_changes`)
-        # How the dynamic settings change the defaults: set by whoever defines them (the
-        # gateway's dynamic broker configs); None: they change nothing.
-        self.dynamic_changes: Callable[[Dynamic], Overrides] | None = None
+        # How the dynamic settings change the defaults on this node (the gateway's dynamic
+        # broker configs define them); None: they change nothing.
+        self._dynamic_changes = dynamic_changes
         self._opener = opener
         self._cluster = cluster
         self._admin = Workers(1, "martlet-admin", deadline_s=ADMIN_S)
@@ -156,9 +158,9 @@ class Topics:
         self.rebase_defaults()
 
     def _defaults_for(self, dynamic: Dynamic) -> TopicConfig:
-        if self.dynamic_changes is None:
+        if self._dynamic_changes is None:
             return self.static_defaults
-        return self.static_defaults.updated(self.dynamic_changes(dynamic))
+        return self.static_defaults.updated(self._dynamic_changes(dynamic, self._cluster.local().node_id))
 
     def rebase_defaults(self) -> None:
         """Event loop: derive the defaults from the dynamic settings again, and every topic's

@@ -21,7 +21,6 @@ from ..engine.api import (
     store_location,
 )
 from ..protocol.apis import ApiKey, Served
-from .broker_dynamic import topic_defaults
 from .settings import GatewaySettings
 
 
@@ -44,13 +43,13 @@ class Context:
 
     @classmethod
     def of(cls, engine: Engine, settings: GatewaySettings, cluster_id: str, apis: Mapping[ApiKey, Served]) -> Context:
-        """The context of a broker serving `engine` (opened already: its groups exist). The
-        dynamic broker configs (broker_dynamic.py) start to change the topic defaults here; a
-        node that learns its id later (a cluster) calls `Topics.rebase_defaults` again."""
+        """The context of a broker serving `engine` (opened already: its groups exist). The topic
+        defaults are derived here from the dynamic broker configs (broker_dynamic.py, given to
+        the engine as `Hooks.dynamic_changes`); a node that learns its id later (a cluster) calls
+        `Topics.rebase_defaults` again."""
         ctx = cls(engine.topics, engine.partitions, engine.groups, engine.producer_ids, engine.transactions,
                   engine.clock, settings,
                   cluster_id, apis, engine.cluster, engine.settings, store_location(engine.store),
                   engine.cluster.local().node_id, engine.coordinator_of)
-        engine.topics.dynamic_changes = lambda dynamic: topic_defaults(dynamic, ctx.node_id)
         engine.topics.rebase_defaults()
         return ctx

@@ -87,11 +87,11 @@ class Answer:
 
 class Transactions:
     def __init__(self, groups: Groups, partitions: Partitions, producer_ids: ProducerIds, cluster: ClusterView,
-                 now_ms: Callable[[], int], timeout_ms_max: int) -> None:
+                 now_ms: Callable[[], int], timeout_ms_max: int, send_markers: SendMarkers | None = None) -> None:
         self._groups = groups
         self._partitions = partitions
         self._cluster = cluster
-        self.send_markers: SendMarkers = _unreachable  # the gateway's WriteTxnMarkers client
+        self._send_markers: SendMarkers = send_markers or _unreachable  # the gateway's WriteTxnMarkers client
         self._producer_ids = producer_ids
         self._now_ms = now_ms
         self.machine = TransactionCoordinator(timeout_ms_max)
@@ -249,7 +249,7 @@ class Transactions:
         return node
 
     async def _send(self, node: NodeIdentity, markers: RemoteMarkers) -> None:
-        failed = await self.send_markers(node, markers)
+        failed = await self._send_markers(node, markers)
         if failed:
             raise NotServedHere(f"node {node.node_id} did not mark: {failed[0]}")
 

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from martlet.engine.api import Hooks
 from martlet.engine.clock import ManualClock
 from martlet.engine.cluster import ClusterView
 from martlet.engine.ids import CountingIds
@@ -19,6 +20,7 @@ from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store.base import Store
 from martlet.engine.store.memory import MemoryStore
+from martlet.gateway.broker_dynamic import topic_defaults
 from martlet.gateway.context import Context
 from martlet.gateway.dispatch import Dispatcher
 from martlet.gateway.registry import apis
@@ -38,7 +40,8 @@ class Broker:
     def __init__(self, store: Store | None = None, engine_settings: EngineSettings | None = None,
                  cluster: ClusterView | None = None, **settings: Any) -> None:
         engine_settings = engine_settings or EngineSettings(topic_partitions_max=64)
-        self.engine = Engine(store or MemoryStore(), engine_settings, ManualClock(NOW_MS), cluster, CountingIds())
+        self.engine = Engine(store or MemoryStore(), engine_settings, ManualClock(NOW_MS), cluster, CountingIds(),
+                             Hooks(dynamic_changes=topic_defaults))
         self.loop = asyncio.new_event_loop()
         self.engine.open()
         self.loop.run_until_complete(self._start())
