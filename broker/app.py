@@ -17,6 +17,7 @@ from ..engine.api import (
     StoreStats,
     cluster_member,
     hdfs_store,
+    memory_use,
     store_location,
     timed_store,
 )
@@ -103,7 +104,9 @@ class Broker:
     async def _start_http(self, ctx: Context) -> None:
         assert self.server is not None
         kind = "local" if self.config.store is None else "hdfs"
-        self.http = HttpState(ctx, self.engine, "", kind, self.server, self.dispatcher.stats, self.store_stats)
+        engine = self.engine
+        self.http = HttpState(ctx, lambda: memory_use(engine), "", kind, self.server, self.dispatcher.stats,
+                              self.store_stats)
         if self.config.http_listen:
             host, port = parse_address(self.config.http_listen)
             self.http_server = await start_http(self.http, host, port, optional=self.config.http_listen == HTTP_DEFAULT)

@@ -17,6 +17,7 @@ from .catalog.config import ConfigValue, Kept, Overrides, TopicConfig
 from .catalog.topic import Topic
 from .clock import Clock, ManualClock
 from .cluster import EMBEDDED_NODE_ID, ClusterView, EmbeddedCluster, NodeIdentity
+from .faces import GroupsFace, PartitionsFace, ProducerIdsFace, TopicsFace, TransactionsFace
 from .groups.classic import GroupLimits
 from .groups.offsets import SEGMENT_BYTES as GROUP_SEGMENT_BYTES
 from .groups.offsets import CommittedOffset
@@ -95,6 +96,7 @@ def admin(zookeeper: str, store: Store, session_ms: int) -> Admin:
 
 
 __all__ = [
+    "GroupsFace", "PartitionsFace", "ProducerIdsFace", "TopicsFace", "TransactionsFace",
     "ActiveProducer",
     "EMBEDDED_NODE_ID", "ClusterView", "ConfigValue", "Dynamic", "EmbeddedCluster", "Kept", "NodeIdentity", "Overrides",
     "Appended", "Assignment", "Clock", "CommittedOffset", "ConsumerGroupView", "Durability",

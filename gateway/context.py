@@ -12,12 +12,12 @@ from ..engine.api import (
     ClusterView,
     Engine,
     EngineSettings,
-    Groups,
+    GroupsFace,
     NodeIdentity,
-    Partitions,
-    ProducerIds,
-    Topics,
-    Transactions,
+    PartitionsFace,
+    ProducerIdsFace,
+    TopicsFace,
+    TransactionsFace,
     store_location,
 )
 from ..protocol.apis import ApiKey, Served
@@ -26,11 +26,11 @@ from .settings import GatewaySettings
 
 @dataclass(slots=True)
 class Context:
-    topics: Topics
-    partitions: Partitions
-    groups: Groups
-    producer_ids: ProducerIds
-    transactions: Transactions
+    topics: TopicsFace  # the services as a front end sees them (engine/faces.py)
+    partitions: PartitionsFace
+    groups: GroupsFace
+    producer_ids: ProducerIdsFace
+    transactions: TransactionsFace
     clock: Clock
     settings: GatewaySettings
     cluster_id: str

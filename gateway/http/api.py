@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 
-from ...engine.api import PartitionInfo, Topic, TopicPartition, errors, memory_use, store_location, stuck_calls
+from ...engine.api import PartitionInfo, Topic, TopicPartition, errors, stuck_calls
 from ..broker_dynamic import layers
 from ..changes import DDL_TIMEOUT_S, TIMED_OUT, within
 from ..internal_topics import INTERNAL_CONFIGS, change_message, internal_topic_id
@@ -72,7 +72,7 @@ def json_body(request: Request) -> dict[str, object]:
 def status_doc(state: HttpState) -> Json:
     ctx = state.ctx
     infos = ctx.partitions.infos()
-    used, budget = memory_use(state.engine)
+    used, budget = state.memory()
     return {
         "version": state.version, "cluster_id": ctx.cluster_id, "node_id": ctx.node_id, "kafka": state.kafka,
         "brokers": broker_rows(state), "topics": sum(1 for _ in ctx.topics),
@@ -80,7 +80,7 @@ def status_doc(state: HttpState) -> Json:
         "groups": len(ctx.groups.listing()), "connections": state.kafka_server.connection_count,
         "uptime_s": round(time.monotonic() - state.started_s, 3),
         "memory": {"used_bytes": used, "budget_bytes": budget},
-        "store": {"kind": state.store_kind, "location": store_location(state.engine.store),
+        "store": {"kind": state.store_kind, "location": ctx.log_dir,
                   "healthy": state.store_stats.healthy,
                   "last_error": state.store_stats.last_error, "stuck_calls": stuck_calls().now,
                   "unpersisted_bytes": sum(info.unpersisted_bytes for info in infos.values())},

@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from ...engine.api import LatencyHistogram, TopicPartition, memory_use, stuck_calls
+from ...engine.api import LatencyHistogram, TopicPartition, stuck_calls
 from ...protocol.apis import ApiKey
 from .parser import Request
 from .response import Response
@@ -131,7 +131,7 @@ class Collector:
             yield family
 
     def _memory_and_store(self) -> Iterator[Metric]:
-        used, budget = memory_use(self.state.engine)
+        used, budget = self.state.memory()
         yield GaugeMetricFamily("martlet_memory_used_bytes", "Memory pool in use: unpersisted and cached data", used)
         yield GaugeMetricFamily("martlet_memory_budget_bytes", "Memory pool budget ([engine] memory_bytes)", budget)
         stats = self.state.store_stats

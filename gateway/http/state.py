@@ -1,5 +1,5 @@
-"""What the HTTP endpoints read: the broker's handler context, its engine, and a few facts of
-the process. Everything is read on the event loop, where the engine's state lives."""
+"""What the HTTP endpoints read: the broker's handler context (the engine's faces), its memory
+use, and a few facts of the process. Everything is read on the event loop, where the engine's state lives."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
-from ...engine.api import Engine, StoreStats
+from ...engine.api import StoreStats
 from ..context import Context
 from ..server import Server
 from ..udp import UdpCounters
@@ -25,7 +25,7 @@ def martlet_version() -> str:
 @dataclass(slots=True)
 class HttpState:
     ctx: Context
-    engine: Engine
+    memory: Callable[[], tuple[int, int]]  # (bytes of the memory pool in use, its budget)
     kafka: str  # the Kafka listener, "host:port" as bound ("" until it is: the HTTP port starts first)
     store_kind: str  # "local" or "hdfs"
     kafka_server: Server  # its connections
