@@ -200,13 +200,14 @@ def _settle(answer: PartitionProduceAnswer, wait: asyncio.Future[None]) -> None:
     """The answer of a write that waited for C, once the request's wait is over: as appended if
     C covers it; if not in time, REQUEST_TIMED_OUT; if the partition failed it (closed, moved,
     the store gave up), that error. A failed write names no offset."""
-    if wait.done() and not wait.cancelled() and wait.exception() is None:
-        return
     if not wait.done():
         wait.cancel()
         code = ErrorCode.request_timed_out
+    elif wait.cancelled():
+        code = ErrorCode.request_timed_out
+    elif (error := wait.exception()) is None:
+        return
     else:
-        error = None if wait.cancelled() else wait.exception()
         code = error_code(error) if isinstance(error, errors.EngineError) else ErrorCode.request_timed_out
     answer.update({"error_code": code, "base_offset": -1, "log_append_time": -1})
 

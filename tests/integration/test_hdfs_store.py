@@ -27,8 +27,9 @@ from tests.integration.clients import (
     make_records,
     unique_topic,
 )
+from tests.integration.delivery_load import p99
 from tests.integration.raw_client import RawClient, record_batch
-from tests.support.durability import check_acknowledged, consume_all, p99, store_args, wait_acked
+from tests.support.durability import check_acknowledged, consume_all, store_args, wait_acked
 from tests.support.group_requests import (
     E,
     assignment,

@@ -24,7 +24,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from martlet.compat.clients.java_driver import JavaDriver
 from tests.fixtures.martlet import wait_until
 from tests.integration.clients import confluent_consumer, confluent_create_topic, unique_topic
-from tests.support.durability import p99, store_args
+from tests.integration.delivery_load import p99
+from tests.support.durability import store_args
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 

@@ -66,8 +66,3 @@ def wait_acked(producer: ContinuousProducer, count: int) -> None:
 
 def store_args(hdfs) -> list[str]:
     return ["--store", f"{hdfs.url}/martlet-{uuid.uuid4().hex[:8]}"]
-
-
-def p99(latencies: list[float]) -> float:
-    ordered = sorted(latencies)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
