@@ -35,7 +35,7 @@ from .config import HTTP_DEFAULT, ServeConfig, parse_address, split_hdfs_url
 
 logger = logging.getLogger(__name__)
 LOCK_PATH = "serve.lock"
-START_S = 600.0  # the longest the start-up store work may take (every partition and offsets shard here opened)
+START_S = 600.0  # the longest the start-up store work may take (every partition and coordinator shard here opened)
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 

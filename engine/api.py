@@ -17,10 +17,9 @@ from .catalog.config import ConfigValue, Kept, Overrides, TopicConfig
 from .catalog.topic import Topic
 from .clock import Clock, ManualClock
 from .cluster import EMBEDDED_NODE_ID, ClusterView, EmbeddedCluster, NodeIdentity
+from .coordinator.shard import SEGMENT_BYTES as GROUP_SEGMENT_BYTES
 from .faces import GroupsFace, PartitionsFace, ProducerIdsFace, TopicsFace, TransactionsFace
 from .groups.classic import GroupLimits
-from .groups.offsets import SEGMENT_BYTES as GROUP_SEGMENT_BYTES
-from .groups.offsets import CommittedOffset
 from .groups.service import Groups
 from .groups.types import (
     Assignment,
@@ -46,11 +45,11 @@ from .topics import Topics
 from .transactions.service import Answer as TxnAnswer
 from .transactions.service import RemoteMarkers, Transactions
 from .transactions.types import TxnError, TxnMetadata, TxnState
-from .types import TopicPartition
+from .types import CommittedOffset, TopicPartition
 
 if TYPE_CHECKING:
     from .admin.leader import Admin
-    from .coordination.member import ZooKeeperCluster
+    from .zookeeper.member import ZooKeeperCluster
 
 def timed_store(store: Store, stats: StoreStats) -> Store:
     """`store` with every call's latency and failures counted in `stats` (engine/store/timed.py)."""
@@ -83,7 +82,7 @@ def hdfs_store(address: str, root: str, read_only: bool = False, settings: Engin
 
 def cluster_member(zookeeper: str, session_ms: int) -> ZooKeeperCluster:
     """A broker's ClusterView in a ZooKeeper cluster (the ZooKeeper client loads only here)."""
-    from .coordination.member import ZooKeeperCluster
+    from .zookeeper.member import ZooKeeperCluster
 
     return ZooKeeperCluster(zookeeper, session_ms)
 

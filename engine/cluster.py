@@ -7,9 +7,10 @@ this group?") does not change when ownership starts to move.
 
 The view names two kinds of thing a node can own:
     (topic, partition)      a data partition: its node appends to the log and serves reads
-    offsets shard n         one internal partition of committed offsets and group records
-                            (engine/groups/shards.py maps a group id to its shard)
-A group's coordinator is the owner of the group's offsets shard, as in Kafka, where the
+    coordinator shard n     one internal partition of committed offsets, group records and
+                            transactional ids (engine/coordinator/runtime.py maps a key to
+                            its shard)
+A group's coordinator is the owner of the group's coordinator shard, as in Kafka, where the
 coordinator of a group is the leader of its `__consumer_offsets` partition:
 `Engine.coordinator_of(group_id)` asks the view for the owner of `Groups.shard_of(group_id)`.
 
@@ -107,7 +108,7 @@ class ClusterView(Protocol):
         ...
 
     def shard_owner(self, shard: int) -> NodeIdentity | None:
-        """The node owning offsets shard `shard`, i.e. coordinating its groups."""
+        """The node owning coordinator shard `shard`, i.e. coordinating its groups."""
         ...
 
     def owns_shard(self, shard: int) -> bool:
@@ -146,7 +147,7 @@ class ClusterView(Protocol):
 
 
 class EmbeddedCluster:
-    """One node that serves every partition and every offsets shard (`martlet serve`).
+    """One node that serves every partition and every coordinator shard (`martlet serve`).
 
     The advertised address is known only once the listener is bound, so it starts as given
     and `advertise` replaces it (listeners are told)."""

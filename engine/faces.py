@@ -14,7 +14,6 @@ from ..records.header import BatchHeader, Buffer
 from .catalog.catalog import Dynamic
 from .catalog.config import Overrides, TopicConfig
 from .catalog.topic import Topic
-from .groups.offsets import CommittedOffset
 from .groups.types import (
     ConsumerGroupView,
     GroupError,
@@ -32,7 +31,7 @@ from .log.producers import ActiveProducer
 from .partitions import Appended, Durability, Fetched, PartitionInfo
 from .transactions.service import Answer
 from .transactions.types import TxnError, TxnMetadata
-from .types import TopicPartition
+from .types import CommittedOffset, TopicPartition
 
 
 class TopicsFace(Protocol):

@@ -1,7 +1,7 @@
 """Follow the cluster's assignment: load what this node is given, drop what it is not.
 
 In a cluster the admin leader decides which node serves each partition and each offsets
-shard (engine/coordination/). This loop makes the engine match the latest assignment, one
+shard (engine/zookeeper/). This loop makes the engine match the latest assignment, one
 round at a time (a newer assignment waits for the round under way, then replaces whatever
 was still queued):
 
@@ -26,10 +26,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from .coordination.layout import Assignment, parse_unit, unit_key
-from .groups.service import Groups
+from .coordinator.runtime import Runtime
 from .topics import Topics
 from .types import TopicPartition
+from .zookeeper.layout import Assignment, parse_unit, unit_key
 
 logger = logging.getLogger(__name__)
 FENCED_DRAIN_S = 1.0
@@ -37,10 +37,10 @@ Publish = Callable[[frozenset[str], frozenset[str], frozenset[str], int], None] 
 
 
 class Ownership:
-    def __init__(self, topics: Topics, groups: Callable[[], Groups], publish: Publish,
+    def __init__(self, topics: Topics, coordinator: Callable[[], Runtime], publish: Publish,
                  drain_s: float = 10.0, retry_s: float = 2.0) -> None:
         self._topics = topics
-        self._groups = groups
+        self._coordinator = coordinator
         self._publish = publish
         self._drain_s = drain_s
         self._retry_s = retry_s
@@ -136,7 +136,7 @@ class Ownership:
                 logger.error("%s: dropped before everything was persisted (the store did not take it in %.0f s)",
                              key, self._drain_s)
         else:
-            await self._groups().drop_shard(unit)
+            await self._coordinator().drop(unit)
 
     async def _load(self, key: str) -> bool:
         unit = parse_unit(key)
@@ -144,7 +144,7 @@ class Ownership:
             if isinstance(unit, TopicPartition):
                 ok = await self._topics.load(unit)
             else:
-                await self._groups().load_shard(unit)
+                await self._coordinator().load(unit)
                 ok = True
         except OSError as error:
             logger.warning("%s: cannot load it yet: %s", key, error)

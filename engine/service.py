@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING
 from .catalog.catalog import Catalog
 from .clock import Clock, SystemClock
 from .cluster import ClusterView, EmbeddedCluster, NodeIdentity, new_cluster_id
-from .coordination.layout import unit_key
-from .groups.service import Groups, MemberIds, Shards
+from .coordinator.runtime import Runtime
+from .groups import records as membership
+from .groups.service import Groups, MemberIds
 from .ids import Ids, RandomIds
+from .offsets import state as offsets
+from .offsets.service import Offsets
 from .ownership import Ownership
 from .partition.memory import MemoryPool
 from .partition.partition import close_logs
@@ -31,15 +34,17 @@ from .store.base import Store
 from .store.cache import CachedStore
 from .store.workers import Workers
 from .topics import DynamicChanges, PartitionOpener, Topics
-from .transactions.coordinator import TIMEOUT_MS_MAX
+from .transactions import records as transactions
 from .transactions.service import SendMarkers, Transactions
 from .types import TopicPartition
+from .zookeeper.layout import unit_key
 
 if TYPE_CHECKING:
-    from .coordination.member import ZooKeeperCluster
     from .partition.partition import Partition
+    from .zookeeper.member import ZooKeeperCluster
 
 logger = logging.getLogger(__name__)
+MACHINES = (offsets.MACHINE, membership.MACHINE, transactions.MACHINE)  # the coordinator's kinds of state
 CLUSTER_ID_PATH = "cluster-id"
 READ_AHEAD_THREADS = 2  # runs read ahead at once (two 7 MiB reads nearly fill the reference HDFS, measured)
 READ_AHEAD_SHARE = 4  # at most this fraction of the memory budget is read ahead and not read yet
@@ -89,6 +94,8 @@ class Engine:
         self._compaction_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[object]] = set()
         self.ownership: Ownership | None = None  # in a cluster (follow_cluster)
+        self.coordinator: Runtime = None  # type: ignore[assignment]  # set by open()
+        self.offsets: Offsets = None  # type: ignore[assignment]  # set by open()
         self.groups: Groups = None  # type: ignore[assignment]  # set by open()
         self.transactions: Transactions = None  # type: ignore[assignment]  # set by open()
         self.cluster_id = ""  # set by open()
@@ -101,17 +108,20 @@ class Engine:
         self.cluster_id = self.cluster.cluster_id() or _cluster_id(self.store, self.ids)
         self.topics.open_all()
         settings = self.settings
-        self.groups = Groups(self.store, settings.groups, self.clock.now_ms, settings.offsets_retention_ms,
-                             ids=MemberIds.drawn_from(self.ids), shards=Shards(settings.offsets_shards, self.cluster.owns_shard))
-        self.transactions = Transactions(self.groups, self.partitions, self.producer_ids, self.cluster,
-                                         self.clock.now_ms, TIMEOUT_MS_MAX, self._hooks.send_markers)
+        self.coordinator = Runtime.open(self.store, self.clock.now_ms, settings.offsets_shards, MACHINES,
+                                        self.cluster.owns_shard)
+        self.offsets = Offsets(self.coordinator)
+        self.groups = Groups(self.coordinator, self.offsets, settings.groups, self.clock.now_ms,
+                             settings.offsets_retention_ms, ids=MemberIds.drawn_from(self.ids))
+        self.transactions = Transactions(self.coordinator, self.offsets.end_txn, self.partitions, self.producer_ids,
+                                         self.cluster, self.clock.now_ms, self._hooks.send_markers)
 
     async def open_within(self, deadline_s: float) -> None:
         """`open` on a thread of its own, StoreTimeout past `deadline_s`: a store that does not
         answer at start-up ends the start with an error instead of holding it forever."""
         opener = Workers(1, "martlet-open")
         try:
-            await asyncio.wrap_future(opener.call(self.open, "opening the topics, partitions and offsets shards",
+            await asyncio.wrap_future(opener.call(self.open, "opening the topics, partitions and coordinator shards",
                                                   deadline_s))
         finally:
             opener.shutdown()
@@ -136,6 +146,8 @@ class Engine:
             await self.transactions.close()
         if self.groups:
             await self.groups.close()
+        if self.coordinator is not None:
+            await self.coordinator.close()
         partitions = list(self.partitions.opened())
         if not await self.persister.drain(partitions, self.settings.drain_ms / 1000):
             lost = sum(p.tail.unpersisted_bytes for p in partitions)
@@ -153,7 +165,7 @@ class Engine:
         """In a cluster, after start_background: load and drop what the admin assigns this
         node (engine/ownership.py), re-read the catalog when another node changes a topic,
         and report traffic for placement by load."""
-        self.ownership = Ownership(self.topics, lambda: self.groups, member.set_held)
+        self.ownership = Ownership(self.topics, lambda: self.coordinator, member.set_held)
         self.topics.shared = member
         member.on_assignment = self.ownership.follow
         member.on_fenced = self.ownership.fence
@@ -176,7 +188,7 @@ class Engine:
                 self.pool.used_bytes, sessions)
 
     def coordinator_of(self, group_id: str) -> NodeIdentity | None:
-        """The node coordinating a group: the owner of its offsets shard."""
+        """The node coordinating a group: the owner of its coordinator shard."""
         return self.cluster.shard_owner(self.groups.shard_of(group_id))
 
     async def flush(self, timeout_s: float = 30.0) -> bool:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .catalog.config import TopicConfig
+from .coordinator.runtime import SHARDS_DEFAULT
 from .groups.classic import GroupLimits
-from .groups.shards import SHARDS_DEFAULT
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,7 @@ ADMIN_S = 600.0
 
 
 class SharedCatalog(Protocol):
-    """Other nodes change the same catalog (a cluster: engine/coordination/member.py)."""
+    """Other nodes change the same catalog (a cluster: engine/zookeeper/member.py)."""
 
     def lock_topics(self, timeout_s: float) -> None:
         """Blocking: take the cluster-wide lock held around every topic change; raises

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 
@@ -10,3 +11,14 @@ class TopicPartition(NamedTuple):
 
     topic: str
     partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    """A group's committed position in one partition (OffsetCommit, TxnOffsetCommit)."""
+
+    offset: int
+    leader_epoch: int  # -1 if unknown
+    metadata: str | None
+    commit_ms: int
+    topic_id: str  # the topic's uuid (hex str) at commit time

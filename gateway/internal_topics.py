@@ -1,9 +1,9 @@
 """`__consumer_offsets` and `__transaction_state`, shown as Kafka shows them: Martlet's
-offsets shards.
+coordinator shards.
 
 Kafka keeps group state in the compacted internal topic `__consumer_offsets` and transaction
 state in `__transaction_state`. Martlet keeps both in shard logs of its own
-(engine/groups/shards.py), one per partition Kafka would have (the shard count is
+(engine/coordinator/), one per partition Kafka would have (the shard count is
 `offsets.topic.num.partitions`; a transactional id lives in the shard its id hashes to, as
 Kafka's `transaction.state.log` partition does with the same count), whose records are
 Martlet's, not Kafka's. Clients and tools see the topics where Kafka shows them:
@@ -54,7 +54,7 @@ def is_internal(name: str | None) -> bool:
 
 
 def change_message(name: str) -> str:
-    return f"{name} shows Martlet's offsets shards: it cannot be deleted, grown or reconfigured"
+    return f"{name} shows Martlet's coordinator shards: it cannot be deleted, grown or reconfigured"
 
 
 def internal_topic_id(ctx: Context, name: str) -> uuid.UUID:

@@ -1,5 +1,5 @@
 """What a broker asks other brokers: transaction markers (WriteTxnMarkers v1) for the
-partitions and offsets shards they serve (engine/transactions/service.py `send_markers`).
+partitions and coordinator shards they serve (engine/transactions/service.py `send_markers`).
 
 One short connection per call, bounded by CALL_TIMEOUT_S: markers are written once per
 transaction and node, and the transaction stays prepared (the coordinator retries) if a

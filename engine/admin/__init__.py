@@ -1,1 +1,1 @@
-"""The cluster admin: the elected process that places every partition and offsets shard on a broker."""
+"""The cluster admin: the elected process that places every partition and coordinator shard on a broker."""

@@ -1,4 +1,4 @@
-"""`martlet admin`: the elected admin that places every partition and offsets shard on a broker.
+"""`martlet admin`: the elected admin that places every partition and coordinator shard on a broker.
 
 Any number of admins run; they contend in a ZooKeeper election and one leads. The leader
 reads the cluster from ZooKeeper (live brokers, what each holds, its load, the assignments
@@ -30,7 +30,12 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from ..catalog.catalog import Catalog
 from ..clock import Clock, SystemClock
-from ..coordination.layout import (
+from ..coordinator.runtime import COUNT_PATH, SHARDS_DEFAULT
+from ..ids import Ids, RandomIds
+from ..store.atomic import read_whole
+from ..store.base import Store
+from ..types import TopicPartition
+from ..zookeeper.layout import (
     ADMIN_LEADER,
     ASSIGNMENTS,
     BROKERS,
@@ -45,12 +50,7 @@ from ..coordination.layout import (
     split_zookeeper,
     unit_key,
 )
-from ..coordination.member import RECONNECT
-from ..groups.shards import COUNT_PATH, SHARDS_DEFAULT
-from ..ids import Ids, RandomIds
-from ..store.atomic import read_whole
-from ..store.base import Store
-from ..types import TopicPartition
+from ..zookeeper.member import RECONNECT
 from .placement import BrokerState, Load, Placement, Policy, Unit, place
 
 logger = logging.getLogger(__name__)
@@ -244,7 +244,7 @@ class Admin:
                 for address in self._zk.get_children(self.path(ASSIGNMENTS))}
 
     def _units(self, alive: dict[int, BrokerRecord]) -> dict[str, Load]:
-        """Every partition of every topic and every offsets shard, with its measured load."""
+        """Every partition of every topic and every coordinator shard, with its measured load."""
         self._zk.get(self.path(TOPIC_CHANGES), watch=self._watch)
         self._catalog.reload()
         keys = [unit_key(TopicPartition(topic.name, index))

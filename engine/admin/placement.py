@@ -2,7 +2,7 @@
 
 A *unit* is what a broker loads and serves as a whole: a physical partition of a user topic
 (the admin names it `TopicPartition(topic, index)`) or an internal one (`("__offsets", n)`, an
-offsets shard). `place` is a pure function: cluster state in (live brokers, each unit's load,
+coordinator shard). `place` is a pure function: cluster state in (live brokers, each unit's load,
 where each unit is now, operator requests), the new assignment and the moves out. The elected
 admin calls it every few seconds and on every broker join or death, and writes the result to
 ZooKeeper; nothing here does I/O or reads a clock.

@@ -1,7 +1,7 @@
 """Group membership as records: what a coordinator writes so another (or a restarted) one
 can resume a group without a rebalance.
 
-Each record is a snapshot of one group's durable state, written to the group's offsets shard
+Each record is a snapshot of one group's durable state, written to the group's coordinator shard
 (records.py frames it) whenever that state changes, as Kafka writes GroupMetadata records
 into `__consumer_offsets`. Replaying a shard keeps the last record of each group; a
 `GroupGone` record forgets it. What is left out is what a restart must reset anyway:

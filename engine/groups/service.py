@@ -1,5 +1,6 @@
 """Async face of the group coordinator: parks JoinGroup and SyncGroup callers until the
-state machine answers them, runs its clock, and keeps committed offsets.
+state machine answers them, runs its clock, and answers for the groups' committed offsets
+(engine/offsets, given to it as `offsets`).
 
 Two state machines, both synchronous and deterministic: classic.py (JoinGroup/SyncGroup) and
 consumer.py (KIP-848 ConsumerGroupHeartbeat). A group id belongs to one of them at a time;
@@ -8,17 +9,18 @@ refused while the group has members, and takes the id over once it is empty (as 
 for empty groups; the online migration of KIP-848 with members is not implemented).
 
 Membership survives a restart or a move: after every call into a state machine, the groups
-it touched are written as membership records to their offsets shard (`_record_touched`),
-and opening replays them (`_restore`), so members keep their ids, generations and epochs.
+it touched are written as membership records (records.py, a machine of the coordinator
+runtime) to their shard (`_record_touched`), and opening or loading a shard replays them
+(`_restore`), so members keep their ids, generations and epochs.
 
-Threads: everything here runs on the event loop, and no store call does. The machines and
-the offsets' state are memory; a change to the offsets or a membership record is queued to
-the groups' worker thread (shards.py, writer.py) and awaited, so the methods that write are
+Threads: everything here runs on the event loop, and no store call does. The coordinators and
+the runtime's states are memory; a change to the offsets or a membership record is queued to
+the runtime's worker thread (engine/coordinator) and awaited, so the methods that write are
 coroutines (`join`, `sync`, `leave`, `consumer_heartbeat`, `tick`, `commit`,
 `delete_offsets`, `delete`, `expire_offsets`, `close`); the readers (`committed`,
 `describe`, `list`, the validations, the classic `heartbeat`) answer from memory at once.
 A call's replies go out once its records are written (`_record_touched`), or RECORD_WAIT_S
-after they were queued, or at once while the store is stalled (writer.py).
+after they were queued, or at once while the store is stalled (engine/coordinator/writer.py).
 
 Membership records are memory-first when the store does not answer; committed offsets never
 are. A group's record only lets a coordinator that opens the shard later (after a restart or a
@@ -33,8 +35,8 @@ outage it is answered COORDINATOR_NOT_AVAILABLE within 5 s (gateway/handlers/gro
 and clients retry it, so a crash loses no acknowledged commit. Transactional offsets and
 transaction records are never memory-only either.
 
-Besides writer.py, this module is the only group code that knows asyncio. A timer task calls
-both machines' `tick` at their next deadline (at least every `TICK_MS_MAX`), and every call
+This module is the only group code that knows asyncio. A timer task calls
+both coordinators' `tick` at their next deadline (at least every `TICK_MS_MAX`), and every call
 that may change a deadline wakes it.
 """
 
@@ -47,16 +49,15 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from ..coordinator.runtime import Listener, Runtime
 from ..ids import Ids, RandomIds
-from ..store.base import Store
-from ..types import TopicPartition
+from ..types import CommittedOffset, TopicPartition
 from .classic import ClassicCoordinator, GroupLimits
 from .consumer import ConsumerCoordinator, ConsumerGroupLimits
-from .membership import ClassicGroupRecord, MembershipChange
-from .offsets import CommittedOffset
-from .shards import SHARDS_DEFAULT, OffsetShards
+from .membership import ClassicGroupRecord, GroupGone, GroupRecord, MembershipChange
+from .records import NAME, MembershipState
 from .types import (
     ConsumerGroupState,
     ConsumerGroupView,
@@ -104,35 +105,45 @@ class MemberIds:
         return cls(lambda prefix: f"{prefix}-{ids.uuid()}", lambda: str(ids.uuid()))
 
 
-@dataclass(frozen=True, slots=True)
-class Shards:
-    """How many offsets shards there are, and which this node owns (engine/cluster.py)."""
+NewOffsets = list[tuple[str, str, int, CommittedOffset]]  # (topic, topic_id, partition, value)
 
-    count: int = SHARDS_DEFAULT
-    owns: Callable[[int], bool] = lambda _shard: True
+
+class GroupOffsets(Protocol):
+    """What the group coordinator asks of committed offsets (engine/offsets/service.py)."""
+
+    def fetch(self, group_id: str, topic: str, partition: int, topic_id: str) -> CommittedOffset | None: ...
+    def group_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]: ...
+    def groups(self) -> list[str]: ...
+    def has_group(self, group_id: str) -> bool: ...
+    def has_pending(self, group_id: str, key: TopicPartition) -> bool: ...
+    async def commit(self, group_id: str, offsets: NewOffsets) -> None: ...
+    async def commit_in_txn(self, group_id: str, producer_id: int, offsets: NewOffsets) -> None: ...
+    async def end_txn(self, number: int, producer_id: int, commit: bool) -> None: ...
+    async def delete_group(self, group_id: str) -> None: ...
+    async def delete_offsets(self, group_id: str, topic: str, partitions: list[int]) -> None: ...
+    async def expire(self, now_ms: int, retention_ms: int, is_empty: Callable[[str], bool]) -> int: ...
 
 
 class Groups:
-    def __init__(self, store: Store, limits: GroupLimits, now_ms: Callable[[], int], offsets_retention_ms: int,
-                 consumer_limits: ConsumerGroupLimits | None = None, ids: MemberIds | None = None,
-                 shards: Shards = Shards()) -> None:
+    def __init__(self, runtime: Runtime, offsets: GroupOffsets, limits: GroupLimits, now_ms: Callable[[], int],
+                 offsets_retention_ms: int, consumer_limits: ConsumerGroupLimits | None = None,
+                 ids: MemberIds | None = None) -> None:
         self.now_ms = now_ms
         ids = ids or MemberIds.drawn_from(RandomIds())
-        self.machine = ClassicCoordinator(limits, ids.classic)
+        self.classic = ClassicCoordinator(limits, ids.classic)
         self.consumer = ConsumerCoordinator(consumer_limits or ConsumerGroupLimits(), ids.consumer)
-        self.offsets = OffsetShards.open(store, now_ms, shards.count, shards.owns)
-        self._owns_shard = shards.owns
+        self.runtime = runtime
+        self.offsets = offsets
         self._unrecorded: set[str] = set()  # touched groups whose record a store error held back
         self._records_failing = False  # the latest record written failed (logged once until one is written)
-        self._restore()
+        for state in runtime.states(NAME):
+            self._restore(state)
+        runtime.listen(Listener(self._shard_loaded, self._shard_dropping, self._shard_dropped))
         self.offsets_retention_ms = offsets_retention_ms
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Any]]] = {}
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Task[None]] = set()  # records being written before their replies go out
-        # The transaction coordinator's hooks: its ids live in the same shards (engine/transactions).
-        self.on_shard_loaded: Callable[[int], None] = lambda number: None
-        self.on_shard_dropped: Callable[[int], None] = lambda number: None
 
     def start(self) -> None:
         self._timer = asyncio.get_running_loop().create_task(self._run_timer())
@@ -145,67 +156,67 @@ class Groups:
         for futures in self._waiters.values():
             for future in futures:
                 future.cancel()
-        await self.offsets.close()
 
-    async def load_shard(self, number: int) -> None:
-        """Serve offsets shard `number` (the cluster moved it here): replay it and resume its
-        groups, whose members keep their assignment if their record was written, and its
-        transactional ids (`on_shard_loaded`)."""
-        now_ms = self.now_ms()
-        for record in await self.offsets.load(number):
-            if isinstance(record, ClassicGroupRecord):
-                self.machine.restore(record, now_ms)
-            else:
-                self.consumer.restore(record, now_ms)
-        self.on_shard_loaded(number)
+    def _shard_loaded(self, number: int) -> None:
+        """The cluster moved shard `number` here: resume its groups, whose members keep their
+        assignment if their record was written."""
+        state = self.runtime.state_in(NAME, number)
+        if state is not None:
+            self._restore(state)
 
-    async def drop_shard(self, number: int) -> None:
-        """Stop coordinating the groups and transactional ids of shard `number` (the cluster
-        moves it away)."""
+    async def _shard_dropping(self, number: int) -> None:
         await self._written(self._queue_records())
-        self.on_shard_dropped(number)
-        for group_id in await self.offsets.drop(number):
-            self.machine.forget(group_id)
+
+    def _shard_dropped(self, number: int) -> None:
+        """Stop coordinating the groups of shard `number` (the cluster moved it away)."""
+        known = {view.group_id for view in self.classic.list()} | {view.group_id for view in self.consumer.list()}
+        for group_id in [group_id for group_id in known if self.shard_of(group_id) == number]:
+            self.classic.forget(group_id)
             self.consumer.forget(group_id)
-            for key in [key for key in self._waiters if key[0] == group_id]:
-                for future in self._waiters.pop(key):
-                    future.cancel()
+        for key in [key for key in self._waiters if self.shard_of(key[0]) == number]:
+            for future in self._waiters.pop(key):
+                future.cancel()
 
     def serves_shard(self, number: int) -> bool:
-        return self.offsets.holds(number)
+        return self.runtime.holds(number)
 
     @property
     def shard_count(self) -> int:
-        """How many offsets shards there are (Kafka's offsets.topic.num.partitions): fixed when
-        the store was first used, so it may differ from the setting."""
-        return self.offsets.count
+        """How many coordinator shards there are (Kafka's offsets.topic.num.partitions): fixed
+        when the store was first used, so it may differ from the setting."""
+        return self.runtime.count
 
     def shard_of(self, group_id: str) -> int:
-        """The offsets shard holding the group (its coordinator is that shard's owner)."""
-        return self.offsets.shard_of(group_id)
+        """The shard holding the group (its coordinator is that shard's owner)."""
+        return self.runtime.shard_of(group_id)
+
+    def membership(self, group_id: str) -> GroupRecord | None:
+        """The group's last membership record written, if this node holds its shard."""
+        state: MembershipState | None = self.runtime.state(NAME, group_id)
+        return None if state is None else state.get(group_id)
 
     # -- membership records
 
-    def _restore(self) -> None:
-        """Resume every group recorded in the shards this node opened."""
+    def _restore(self, state: MembershipState) -> None:
+        """Resume every group recorded in a shard's membership state."""
         now_ms = self.now_ms()
-        for record in self.offsets.memberships():
+        for record in state.records():
             if isinstance(record, ClassicGroupRecord):
-                self.machine.restore(record, now_ms)
+                self.classic.restore(record, now_ms)
             else:
                 self.consumer.restore(record, now_ms)
 
     async def _record_touched(self) -> None:
-        """Write the new record of every group the machines changed, and wait until it and
+        """Write the new record of every group the coordinators changed, and wait until it and
         every change queued before it are written: log first, as this runs before any reply
         of the call is delivered (a reply that reads a state another call changed waits for
         that call's record too, as in Kafka's coordinator). A group id is one protocol's at
-        a time, so the machine that has the group speaks for it; neither has it: it is gone.
+        a time, so the coordinator that has the group speaks for it; neither has it: it is gone.
 
-        The records are queued at once, in the machines' order, before anything is awaited,
-        so each log holds them in the order the machines made them.
+        The records are queued at once, in the coordinators' order, before anything is awaited,
+        so each log holds them in the order the coordinators made them.
 
-        A store error is logged, not raised: the machines' state has moved on and their
+        A store error is logged, not raised: the coordinators' state has moved on and their
         replies must still go out (a JoinGroup waiter would hang otherwise). Nor does a reply
         wait for a store that does not answer: RECORD_WAIT_S at most, and not at all while
         the writer is stalled. The groups not written are tried again after the next call or
@@ -215,7 +226,7 @@ class Groups:
 
     def _queue_records(self) -> list[tuple[str, Awaitable[None]]]:
         """Queue the record of every touched group (and of those a store error held back)."""
-        due = sorted(self._unrecorded | self.consumer.take_touched() | self.machine.take_touched())
+        due = sorted(self._unrecorded | self.consumer.take_touched() | self.classic.take_touched())
         self._unrecorded.difference_update(due)
         return [(group_id, written) for group_id in due if (written := self._record(group_id)) is not None]
 
@@ -223,8 +234,8 @@ class Groups:
         """Wait for every change queued so far, RECORD_WAIT_S at most and not at all while
         the store is stalled (a record is memory-first then: see the header); a record that
         fails is noted, to queue again with the next call or tick."""
-        if not self.offsets.stalled:
-            await self.offsets.wait_written(RECORD_WAIT_S)
+        if not self.runtime.stalled:
+            await self.runtime.wait_written(RECORD_WAIT_S)
         for group_id, written in queued:
             outcome = asyncio.ensure_future(written)
             if outcome.done():  # taken in now, so the caller's next step sees a failure noted
@@ -248,19 +259,32 @@ class Groups:
     def _record(self, group_id: str) -> Awaitable[None] | None:
         """Queue the group's current record, unless its log already ends with it."""
         record: MembershipChange | None
-        if self.machine.has(group_id):
-            record = self.machine.record(group_id)
+        if self.classic.has(group_id):
+            record = self.classic.record(group_id)
         else:
             record = self.consumer.record(group_id)
-        return None if record is None else self.offsets.record_membership(record)
+        return None if record is None else self._write_membership(record)
+
+    def _write_membership(self, change: MembershipChange) -> Awaitable[None] | None:
+        """Queue a group's new membership (or that it is gone) now; None if its log already
+        ends with it. Await the result to know it is written."""
+        state: MembershipState | None
+        if isinstance(change, GroupGone):
+            state = self.runtime.state(NAME, change.group_id)
+            if state is None:  # a group never recorded needs no tombstone
+                return None
+        else:
+            state = self.runtime.prepared(change.group_id).state(NAME)
+        record = state.change(change, self.runtime.pending(NAME, change.group_id))
+        return None if record is None else self.runtime.submit(record)
 
     # -- membership
 
     def coordinates(self, group_id: str) -> bool:
-        """True if this node coordinates the group (it serves the group's offsets shard);
+        """True if this node coordinates the group (it serves the group's coordinator shard);
         every group call on another node answers NOT_COORDINATOR, and the client asks
         FindCoordinator again."""
-        return self._owns_shard(self.shard_of(group_id))
+        return self.runtime.owns(self.shard_of(group_id))
 
     async def join(self, request: JoinRequest) -> JoinResult:
         if not self.coordinates(request.group_id):
@@ -268,7 +292,7 @@ class Groups:
         if not self._claim_for_classic(request.group_id):
             await self._record_touched()
             return JoinResult(GroupError.INCONSISTENT_PROTOCOL, member_id=request.member_id)
-        outcome = self.machine.join(request, self.now_ms())
+        outcome = self.classic.join(request, self.now_ms())
         result = await self._settle(request.group_id, "join", outcome)
         assert isinstance(result, JoinResult)
         return result
@@ -276,7 +300,7 @@ class Groups:
     async def sync(self, request: SyncRequest) -> SyncResult:
         if not self.coordinates(request.group_id):
             return SyncResult(GroupError.NOT_COORDINATOR)
-        outcome = self.machine.sync(request, self.now_ms())
+        outcome = self.classic.sync(request, self.now_ms())
         result = await self._settle(request.group_id, "sync", outcome)
         assert isinstance(result, SyncResult)
         return result
@@ -284,12 +308,12 @@ class Groups:
     def heartbeat(self, group_id: str, member_id: str, generation_id: int, instance_id: str | None) -> GroupError:
         if not self.coordinates(group_id):
             return GroupError.NOT_COORDINATOR
-        return self.machine.heartbeat(group_id, member_id, generation_id, instance_id, self.now_ms())
+        return self.classic.heartbeat(group_id, member_id, generation_id, instance_id, self.now_ms())
 
     async def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[GroupError]:
         if not self.coordinates(group_id):
             return [GroupError.NOT_COORDINATOR] * len(leaving)
-        errors, replies = self.machine.leave(group_id, leaving, self.now_ms())
+        errors, replies = self.classic.leave(group_id, leaving, self.now_ms())
         await self._record_then_deliver(replies)
         return errors
 
@@ -300,8 +324,8 @@ class Groups:
         return self.consumer.delete(group_id) is GroupError.NONE
 
     def _claim_for_consumer(self, group_id: str) -> bool:
-        view = self.machine.describe(group_id)
-        return view is None or self.machine.delete(group_id) is GroupError.NONE
+        view = self.classic.describe(group_id)
+        return view is None or self.classic.delete(group_id) is GroupError.NONE
 
     # -- consumer protocol (KIP-848)
 
@@ -324,7 +348,7 @@ class Groups:
         return GroupError.GROUP_NOT_FOUND if view is None else view
 
     async def _settle(self, group_id: str, kind: str, outcome: Outcome) -> JoinResult | SyncResult:
-        """Record what the machine's step changed, then deliver its replies and answer. The
+        """Record what the coordinator's step changed, then deliver its replies and answer. The
         waiter is registered before the records are awaited: a later call may reply to it."""
         future: asyncio.Future[JoinResult | SyncResult] | None = None
         if outcome.answer is None:
@@ -355,7 +379,7 @@ class Groups:
         self._wake.set()
 
     def _next_deadline_ms(self) -> int | None:
-        deadlines = [d for d in (self.machine.next_deadline_ms(), self.consumer.next_deadline_ms()) if d is not None]
+        deadlines = [d for d in (self.classic.next_deadline_ms(), self.consumer.next_deadline_ms()) if d is not None]
         return min(deadlines, default=None)
 
     async def _run_timer(self) -> None:
@@ -370,10 +394,10 @@ class Groups:
             self._deliver(await self.tick())
 
     async def tick(self) -> list[Reply]:
-        """Run both machines' timers now and record what they changed; the replies due."""
+        """Run both coordinators' timers now and record what they changed; the replies due."""
         now_ms = self.now_ms()
         self.consumer.tick(now_ms)
-        replies = self.machine.tick(now_ms)
+        replies = self.classic.tick(now_ms)
         await self._record_touched()
         return replies
 
@@ -385,10 +409,10 @@ class Groups:
             return GroupError.NOT_COORDINATOR
         if self.consumer.has(group_id):
             return self.consumer.validate_commit(group_id, member_id, generation_id)
-        if not self.machine.has(group_id) and self.offsets.has_group(group_id):
+        if not self.classic.has(group_id) and self.offsets.has_group(group_id):
             # a group that only has committed offsets is an Empty group to Kafka
             return GroupError.NONE if generation_id < 0 else GroupError.UNKNOWN_MEMBER
-        return self.machine.validate_commit(group_id, member_id, generation_id, instance_id, self.now_ms())
+        return self.classic.validate_commit(group_id, member_id, generation_id, instance_id, self.now_ms())
 
     def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> GroupError:
         """OffsetFetch v9+ from a member of a consumer-protocol group must carry its epoch."""
@@ -402,12 +426,12 @@ class Groups:
     async def commit_in_txn(self, group_id: str, producer_id: int,
                             offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
         """TxnOffsetCommit: stage offsets in the producer's transaction (applied by its commit)."""
-        await self.offsets.commit_txn_offsets(group_id, producer_id, offsets)
+        await self.offsets.commit_in_txn(group_id, producer_id, offsets)
 
     async def end_txn(self, shard: int, producer_id: int, commit: bool) -> None:
-        """The marker of the producer's transaction for offsets shard `shard`: apply (commit)
+        """The marker of the producer's transaction for coordinator shard `shard`: apply (commit)
         or drop what it staged in the shard's groups."""
-        await self.offsets.end_txn_in_shard(shard, producer_id, commit)
+        await self.offsets.end_txn(shard, producer_id, commit)
 
     def unstable(self, group_id: str, topic: str, partition: int) -> bool:
         """An open transaction stages an offset for this partition (OffsetFetch require_stable)."""
@@ -432,14 +456,14 @@ class Groups:
     def is_empty(self, group_id: str) -> bool:
         if self.consumer.has(group_id):
             return self.consumer.is_empty(group_id)
-        view = self.machine.describe(group_id)
+        view = self.classic.describe(group_id)
         return view is None or view.state is GroupState.EMPTY
 
     def describe(self, group_id: str) -> GroupView | None:
         consumer = self.consumer.describe(group_id)
         if consumer is not None:
             return _classic_view(consumer)
-        view = self.machine.describe(group_id)
+        view = self.classic.describe(group_id)
         if view is None and self.offsets.has_group(group_id):
             return _offsets_only(group_id)
         return view
@@ -454,13 +478,13 @@ class Groups:
         consumer = self.consumer.describe(group_id)
         if consumer is not None:
             return {name for m in consumer.members for name in m.subscribed_topic_names}
-        view = self.machine.describe(group_id)
+        view = self.classic.describe(group_id)
         if view is None or view.protocol_type != "consumer":
             return set()
         return {name for m in view.members for name in decode_subscription(m.metadata)}
 
     def list(self) -> list[GroupView]:
-        known = {view.group_id: view for view in self.machine.list()}
+        known = {view.group_id: view for view in self.classic.list()}
         known.update((view.group_id, _classic_view(view)) for view in self.consumer.list())
         for group_id in self.offsets.groups():
             known.setdefault(group_id, _offsets_only(group_id))
@@ -486,10 +510,10 @@ class Groups:
         return error
 
     def _delete(self, group_id: str) -> GroupError:
-        """Delete the group from its machine; NONE if its offsets are to go too."""
+        """Delete the group from its coordinator; NONE if its offsets are to go too."""
         if self.consumer.has(group_id):
             return self.consumer.delete(group_id)
-        error = self.machine.delete(group_id)
+        error = self.classic.delete(group_id)
         if error is GroupError.GROUP_NOT_FOUND and self.offsets.has_group(group_id):
             error = GroupError.NONE
         return error

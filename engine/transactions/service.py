@@ -1,13 +1,15 @@
 """The transaction coordinator at work: the state machine (coordinator.py) fed with requests,
-its records written to the offsets shards, its markers written into the partitions.
+its records written to the coordinator's shards (records.py, a machine of engine/coordinator),
+its markers written into the partitions.
 
 Where things live:
-- A transactional id's state is a `txn` record in the offsets shard its id hashes to (the
+- A transactional id's state is a `txn` record in the coordinator shard its id hashes to (the
   same hash as a group id, Kafka's partitionFor), so the node serving that shard coordinates
-  the id: FindCoordinator answers that node, any other answers NOT_COORDINATOR. Opening a
-  shard replays its ids (`shard_loaded`); dropping one forgets them.
+  the id: FindCoordinator answers that node, any other answers NOT_COORDINATOR. Loading a
+  shard replays its ids (`_shard_loaded`); dropping one forgets them.
 - Offsets a transaction commits (TxnOffsetCommit) are staged in the group's shard
-  (groups/records.py `txn_offsets`) and applied or dropped by the marker step (`txn_end`).
+  (engine/offsets `txn_offsets`) and applied or dropped by the marker step (`end_offsets`, the
+  offsets service's `end_txn`, given at construction).
 
 Order of effects, as Kafka's coordinator: a request's new state is written to the log before
 the answer goes out; markers are written only after the PrepareCommit/PrepareAbort record is
@@ -23,12 +25,12 @@ others are sent to the node serving them (`send_markers`, Kafka's WriteTxnMarker
 gateway provides: the engine speaks no Kafka). A partition nobody serves right now, or a node
 that does not answer, leaves the transaction prepared; the timer tries again.
 
-A write the store refuses leaves the machine ahead of its log: the id is reloaded from what
+A write the store refuses leaves the coordinator ahead of its log: the id is reloaded from what
 its shard applied, and the caller answers COORDINATOR_NOT_AVAILABLE (retriable).
 
 Time comes from `now_ms`; a timer aborts transactions past their timeout (`expire`) and
 retries markers a failure held back. Everything runs on the event loop; store work happens
-on the groups' writer thread and the partitions' persister.
+on the coordinator's writer thread and the partitions' persister.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ..cluster import ClusterView, NodeIdentity
+from ..coordinator.runtime import Listener, Runtime
 from ..errors import CoordinatorFenced, NotServedHere, PartitionClosed, StaleProducerEpoch, UnknownPartition
-from ..groups.service import Groups
 from ..partitions import Partitions
 from ..producer_ids import ProducerIds
 from ..types import TopicPartition
 from .coordinator import TransactionCoordinator
+from .records import NAME, TxnRecord, TxnsState
 from .types import Markers, Outcome, TxnError, TxnMetadata, TxnState
 
 logger = logging.getLogger(__name__)
@@ -65,6 +68,9 @@ class RemoteMarkers:
     shards: tuple[int, ...]
 
 
+# Ends a producer's staged offsets in the groups of one shard served here: (shard, producer id,
+# commit).
+EndOffsets = Callable[[int, int, bool], Awaitable[None]]
 # Sends the markers to a node; returns what it could not mark (with why), raises OSError
 # when the node cannot be reached.
 SendMarkers = Callable[[NodeIdentity, RemoteMarkers], Awaitable[list[str]]]
@@ -86,24 +92,25 @@ class Answer:
 
 
 class Transactions:
-    def __init__(self, groups: Groups, partitions: Partitions, producer_ids: ProducerIds, cluster: ClusterView,
-                 now_ms: Callable[[], int], timeout_ms_max: int, send_markers: SendMarkers | None = None) -> None:
-        self._groups = groups
+    def __init__(self, runtime: Runtime, end_offsets: EndOffsets, partitions: Partitions, producer_ids: ProducerIds,
+                 cluster: ClusterView, now_ms: Callable[[], int], send_markers: SendMarkers | None = None) -> None:
+        self._runtime = runtime
+        self._end_offsets = end_offsets
         self._partitions = partitions
         self._cluster = cluster
         self._send_markers: SendMarkers = send_markers or _unreachable  # the gateway's WriteTxnMarkers client
         self._producer_ids = producer_ids
         self._now_ms = now_ms
-        self.machine = TransactionCoordinator(timeout_ms_max)
-        self.machine.replay(groups.offsets.txns())
+        self.coordinator = TransactionCoordinator()
+        for state in runtime.states(NAME):
+            self.coordinator.replay(state.all())
         self._marking: dict[tuple[str, int], asyncio.Task[None]] = {}  # (id, epoch) -> its marker task
         self._timer: asyncio.Task[None] | None = None
-        groups.on_shard_loaded = self.shard_loaded
-        groups.on_shard_dropped = self.shard_dropped
+        runtime.listen(Listener(self._shard_loaded, self._shard_dropping))
 
     def start(self) -> None:
         """Write the markers of transactions a restart found prepared; start the timer."""
-        for markers in self.machine.pending_markers():
+        for markers in self.coordinator.pending_markers():
             self._mark(markers)
         self._timer = asyncio.get_running_loop().create_task(self._run_timer())
 
@@ -123,40 +130,44 @@ class Transactions:
     # -- where ids live -------------------------------------------------------------------
 
     def coordinates(self, transactional_id: str) -> bool:
-        return self._groups.coordinates(transactional_id)
+        return self._runtime.owns(self._runtime.shard_of(transactional_id))
 
-    def shard_loaded(self, number: int) -> None:
-        self.machine.replay(self._groups.offsets.txns(number))
-        for markers in self.machine.pending_markers():
+    def _shard_loaded(self, number: int) -> None:
+        self.coordinator.replay(self._ids_in(number))
+        for markers in self.coordinator.pending_markers():
             self._mark(markers)
 
-    def shard_dropped(self, number: int) -> None:
-        gone = {meta.transactional_id for meta in self._groups.offsets.txns(number)}
-        self.machine.forget(gone)
+    async def _shard_dropping(self, number: int) -> None:
+        gone = {meta.transactional_id for meta in self._ids_in(number)}
+        self.coordinator.forget(gone)
         for key in [key for key in self._marking if key[0] in gone]:
             self._marking.pop(key).cancel()
 
+    def _ids_in(self, number: int) -> list[TxnMetadata]:
+        state: TxnsState | None = self._runtime.state_in(NAME, number)
+        return [] if state is None else state.all()
+
     def describe(self, transactional_id: str) -> TxnMetadata | None:
-        return self.machine.get(transactional_id)
+        return self.coordinator.get(transactional_id)
 
     def listing(self) -> list[TxnMetadata]:
-        return sorted(self.machine, key=lambda meta: meta.transactional_id)
+        return sorted(self.coordinator, key=lambda meta: meta.transactional_id)
 
     # -- client requests --------------------------------------------------------------------
 
     async def init_producer_id(self, transactional_id: str, timeout_ms: int) -> Answer:
-        fresh = await self._producer_ids.allocate() if self.machine.needs_producer_id(transactional_id) else -1
-        outcome = self.machine.init_producer_id(transactional_id, timeout_ms, self._now_ms(), fresh)
+        fresh = await self._producer_ids.allocate() if self.coordinator.needs_producer_id(transactional_id) else -1
+        outcome = self.coordinator.init_producer_id(transactional_id, timeout_ms, self._now_ms(), fresh)
         return await self._carry_out(transactional_id, outcome)
 
     async def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                              partitions: list[TopicPartition]) -> Answer:
-        outcome = self.machine.add_partitions(transactional_id, producer_id, epoch, partitions, self._now_ms())
+        outcome = self.coordinator.add_partitions(transactional_id, producer_id, epoch, partitions, self._now_ms())
         return await self._carry_out(transactional_id, outcome)
 
     def verify(self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition) -> TxnError:
         """KIP-890's verify-only check: the partition is in this producer's open transaction."""
-        meta = self.machine.get(transactional_id)
+        meta = self.coordinator.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             return TxnError.INVALID_PRODUCER_ID_MAPPING
         if meta.epoch != epoch:
@@ -166,11 +177,11 @@ class Transactions:
         return TxnError.NONE
 
     async def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> Answer:
-        outcome = self.machine.add_offsets(transactional_id, producer_id, epoch, group_id, self._now_ms())
+        outcome = self.coordinator.add_offsets(transactional_id, producer_id, epoch, group_id, self._now_ms())
         return await self._carry_out(transactional_id, outcome)
 
     async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> Answer:
-        outcome = self.machine.end_txn(transactional_id, producer_id, epoch, commit, self._now_ms())
+        outcome = self.coordinator.end_txn(transactional_id, producer_id, epoch, commit, self._now_ms())
         return await self._carry_out(transactional_id, outcome)
 
     # -- carrying out an outcome ------------------------------------------------------------
@@ -187,7 +198,7 @@ class Transactions:
         return Answer(outcome.error, outcome.producer_id, outcome.epoch)
 
     async def _persist(self, records: list[TxnMetadata]) -> None:
-        written = [self._groups.offsets.record_txn(meta) for meta in records]
+        written = [self._runtime.submit(TxnRecord(meta)) for meta in records]
         errors = []
         for each in written:
             try:
@@ -199,12 +210,13 @@ class Transactions:
             raise StoreUnavailable(str(errors[0]))
 
     def _reload(self, transactional_id: str) -> None:
-        """The machine moved on but its log did not: take the id back to what the log holds."""
-        applied = self._groups.offsets.txn(transactional_id)
+        """The coordinator moved on but its log did not: take the id back to what the log holds."""
+        state: TxnsState | None = self._runtime.state(NAME, transactional_id)
+        applied = None if state is None else state.get(transactional_id)
         if applied is None:
-            self.machine.forget({transactional_id})
+            self.coordinator.forget({transactional_id})
         else:
-            self.machine.replay([applied])
+            self.coordinator.replay([applied])
 
     def _mark(self, markers: Markers) -> None:
         key = (markers.transactional_id, markers.epoch)
@@ -219,7 +231,7 @@ class Transactions:
         failure is retried by the timer (the transaction stays prepared meanwhile)."""
         try:
             await self._mark_everywhere(markers)
-            outcome = self.machine.markers_written(markers.transactional_id, markers.epoch, self._now_ms())
+            outcome = self.coordinator.markers_written(markers.transactional_id, markers.epoch, self._now_ms())
             await self._persist(outcome.persist)
         except (OSError, PartitionClosed, NotServedHere, StoreUnavailable) as error:
             logger.warning("markers of transaction %r not written yet: %r", markers.transactional_id, error)
@@ -232,9 +244,9 @@ class Transactions:
                 local.append(self._marker(markers, tp))
             else:
                 remote.setdefault(self._node_of(self._cluster.leader_of(tp.topic, tp.partition), tp), ([], []))[0].append(tp)
-        for shard in sorted({self._groups.shard_of(group_id) for group_id in markers.groups}):
+        for shard in sorted({self._runtime.shard_of(group_id) for group_id in markers.groups}):
             if self._cluster.owns_shard(shard):
-                local.append(self._groups.end_txn(shard, markers.producer_id, markers.commit))
+                local.append(self._end_offsets(shard, markers.producer_id, markers.commit))
             else:
                 remote.setdefault(self._node_of(self._cluster.shard_owner(shard), shard), ([], []))[1].append(shard)
         sent = [self._send(node, RemoteMarkers(markers.producer_id, markers.epoch, markers.commit, tuple(tps),
@@ -275,12 +287,12 @@ class Transactions:
 
     async def tick(self) -> None:
         """Abort what timed out; retry the markers of prepared transactions nobody is writing."""
-        outcome = self.machine.expire(self._now_ms())
+        outcome = self.coordinator.expire(self._now_ms())
         try:
             await self._persist(outcome.persist)
         except StoreUnavailable:
             for meta in outcome.persist:
                 self._reload(meta.transactional_id)
             return
-        for markers in [*outcome.markers, *self.machine.pending_markers()]:
+        for markers in [*outcome.markers, *self.coordinator.pending_markers()]:
             self._mark(markers)

@@ -65,13 +65,13 @@ def _coordinator(ctx: Context, key: str, key_type: int, found_message: str) -> F
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):  # Kafka 4.4 without share groups answers INVALID_REQUEST too
         return {"key": key, "error_code": ErrorCode.invalid_request, "node_id": -1, "host": "",
                 "port": -1, "error_message": f"coordinator key type {key_type} is not served"}
-    # A transactional id lives in the offsets shard its id hashes to, as a group does
+    # A transactional id lives in the coordinator shard its id hashes to, as a group does
     # (engine/transactions/service.py), so both kinds of key find the same coordinator.
     if ctx.groups.coordinates(key):  # this node: the address it advertises
         settings = ctx.settings
         return {"key": key, "error_code": ErrorCode.none, "node_id": ctx.node_id, "host": settings.advertised_host,
                 "port": settings.advertised_port, "error_message": found_message}
-    node = ctx.coordinator_of(key)  # in a cluster: the node serving the group's offsets shard
+    node = ctx.coordinator_of(key)  # in a cluster: the node serving the group's coordinator shard
     if node is None:
         return {"key": key, "error_code": ErrorCode.coordinator_not_available, "node_id": -1, "host": "",
                 "port": -1, "error_message": "the group's coordinator is moving; try again"}

@@ -19,7 +19,7 @@ index, at most response_partition_limit partitions per answer (capped at Kafka's
 max.request.partition.size.limit, 2000), and a next_cursor where the next page starts.
 
 Both list `__consumer_offsets` among all topics, as an internal topic with a partition per
-offsets shard (internal_topics.py).
+coordinator shard (internal_topics.py).
 """
 
 from __future__ import annotations

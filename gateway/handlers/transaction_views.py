@@ -8,9 +8,9 @@ for an id it coordinates (any other: NOT_COORDINATOR), DescribeProducers for a p
 serves (any other: NOT_LEADER_OR_FOLLOWER).
 
 DescribeTransactions lists the `__consumer_offsets` partition of each group whose offsets the
-transaction commits (AddOffsetsToTxn), as Kafka: the group's offsets shard.
+transaction commits (AddOffsetsToTxn), as Kafka: the group's coordinator shard.
 
-DescribeProducers of a `__consumer_offsets` partition, an offsets shard (internal_topics.py):
+DescribeProducers of a `__consumer_offsets` partition, a coordinator shard (internal_topics.py):
 the shard this node serves has no producers, any other NOT_LEADER_OR_FOLLOWER. Its records are
 Martlet's, not Kafka batches, so it has no producer state: the offsets a transaction stages
 there have no Kafka offset an abort could name, and end with the coordinator's marker (Kafka

@@ -194,7 +194,7 @@ def _offsets(info: PartitionInfo | None) -> Json:
 
 
 def _internal_doc(state: HttpState, name: str) -> Json:
-    """Martlet's offsets shards as Kafka shows them (gateway/internal_topics.py): their
+    """Martlet's coordinator shards as Kafka shows them (gateway/internal_topics.py): their
     records are Martlet's, so no offsets; each shard's leader is the node coordinating it."""
     ctx = state.ctx
     partitions: list[Json] = []

@@ -1,4 +1,4 @@
-"""A broker's view of the cluster (engine/coordination/member.py) against the reference
+"""A broker's view of the cluster (engine/zookeeper/member.py) against the reference
 ZooKeeper: a partition has a leader in Metadata only while the broker it is assigned to
 leads it (serves it, or opens it and holds its produce requests meanwhile). Naming the
 assigned broker before it knew, when it still refused them, once sent librdkafka's pipelined
@@ -16,8 +16,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from martlet.compat.reference.zookeeper import ReferenceZooKeeper
-from martlet.engine.coordination.layout import ASSIGNMENTS, Assignment
-from martlet.engine.coordination.member import ZooKeeperCluster
+from martlet.engine.zookeeper.layout import ASSIGNMENTS, Assignment
+from martlet.engine.zookeeper.member import ZooKeeperCluster
 
 pytestmark = pytest.mark.integration
 

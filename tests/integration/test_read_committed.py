@@ -91,7 +91,7 @@ class Writer:
     def ongoing(self, producer_id: int) -> None:
         async def add() -> None:  # on the broker's clock, an hour to run: its timer must not abort it
             engine = self.broker.broker.engine
-            machine, now_ms = engine.transactions.machine, engine.clock.now_ms()
+            machine, now_ms = engine.transactions.coordinator, engine.clock.now_ms()
             if machine.get(f"tx-{producer_id}") is None:
                 machine.init_producer_id(f"tx-{producer_id}", 3_600_000, now_ms, fresh_id=producer_id)
             machine.add_partitions(f"tx-{producer_id}", producer_id, 0, [TP], now_ms)

@@ -27,7 +27,8 @@ def join(member_id: str = "a", topics: tuple[str, ...] = ("t",), **extra: object
 
 def facade():
     from martlet.engine.groups.classic import GroupLimits
-    from martlet.engine.groups.service import Groups
     from martlet.engine.store import MemoryStore
 
-    return Groups(MemoryStore(), GroupLimits(initial_rebalance_delay_ms=0), lambda: 0, 1_000)
+    from .coordinator import open_groups
+
+    return open_groups(MemoryStore(), GroupLimits(initial_rebalance_delay_ms=0), lambda: 0, 1_000)

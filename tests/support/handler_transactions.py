@@ -29,7 +29,7 @@ def produce(broker: Broker, batch: bytes, transactional_id: str | None = None, v
 def ongoing(broker: Broker, pid: int) -> str:
     """The coordinator holds tx-<pid> ongoing with partition t-0, at producer id `pid` epoch 0
     (straight into its state machine: the tests pick their producer ids)."""
-    machine, transactional_id = broker.engine.transactions.machine, f"tx-{pid}"
+    machine, transactional_id = broker.engine.transactions.coordinator, f"tx-{pid}"
     if machine.get(transactional_id) is None:
         assert machine.init_producer_id(transactional_id, 60_000, NOW_MS, fresh_id=pid).producer_id == pid
     machine.add_partitions(transactional_id, pid, 0, [TP], NOW_MS)

@@ -4,9 +4,9 @@ the admin hand a unit on only once it is released, and a partition it opens is e
 
 import asyncio
 
-from martlet.engine.coordination.layout import Assignment
 from martlet.engine.ownership import Ownership
 from martlet.engine.types import TopicPartition
+from martlet.engine.zookeeper.layout import Assignment
 
 
 class FakeTopics:
@@ -36,14 +36,14 @@ class FakeTopics:
         return True
 
 
-class FakeGroups:
+class FakeCoordinator:
     def __init__(self) -> None:
         self.loaded: set[int] = set()
 
-    async def load_shard(self, number: int) -> None:
+    async def load(self, number: int) -> None:
         self.loaded.add(number)
 
-    async def drop_shard(self, number: int) -> None:
+    async def drop(self, number: int) -> None:
         self.loaded.discard(number)
 
 
@@ -56,7 +56,7 @@ async def settle(ownership: Ownership, published: list, count: int) -> None:
 
 def test_units_move_out_before_others_move_in_and_opening_or_releasing_units_count_as_held() -> None:
     async def run() -> None:
-        topics, groups, published = FakeTopics(), FakeGroups(), []
+        topics, groups, published = FakeTopics(), FakeCoordinator(), []
         ownership = Ownership(topics, lambda: groups, lambda *state: published.append(state), retry_s=0.05)  # type: ignore[arg-type]
         ownership.follow(Assignment(1, frozenset({"t/0", "@offsets/3"})))
         await settle(ownership, published, 3)
@@ -82,7 +82,7 @@ def test_units_move_out_before_others_move_in_and_opening_or_releasing_units_cou
 
 def test_a_unit_that_fails_to_load_is_retried_and_not_held_meanwhile() -> None:
     async def run() -> None:
-        topics, groups, published = FakeTopics(), FakeGroups(), []
+        topics, groups, published = FakeTopics(), FakeCoordinator(), []
         topics.failing.add(TopicPartition("t", 0))
         ownership = Ownership(topics, lambda: groups, lambda *state: published.append(state), retry_s=0.05)  # type: ignore[arg-type]
         ownership.follow(Assignment(1, frozenset({"t/0"})))

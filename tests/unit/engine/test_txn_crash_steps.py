@@ -22,14 +22,13 @@ from typing import Any
 import pytest
 
 from martlet.engine.clock import Clock, ManualClock, SystemClock
-from martlet.engine.groups.records import CommittedOffset
 from martlet.engine.log.producers import end_marker
 from martlet.engine.partitions import Durability
 from martlet.engine.service import Engine
 from martlet.engine.settings import EngineSettings
 from martlet.engine.store.memory import MemoryStore
 from martlet.engine.transactions.types import TxnError, TxnState
-from martlet.engine.types import TopicPartition
+from martlet.engine.types import CommittedOffset, TopicPartition
 from martlet.records.build import NewRecord, Producer, build_batch
 from martlet.records.control import ControlType
 from martlet.records.header import iter_batches, parse_header

@@ -203,7 +203,7 @@ def _classic_group(broker: Broker, group_id: str) -> None:
                                          "protocol_name": "range",
                                          "assignments": [{"member_id": member, "assignment": b"mine"}]})
     assert synced.error_code == 0 and synced.assignment == b"mine"
-    assert broker.engine.groups.offsets.membership(group_id) is not None  # a record went through the store
+    assert broker.engine.groups.membership(group_id) is not None  # a record went through the store
     beat = {"group_id": group_id, "generation_id": generation, "member_id": member, "group_instance_id": None}
     assert broker.call(HEARTBEAT, 4, beat).error_code == 0
     _commit(broker, group_id, generation, member)
@@ -334,7 +334,7 @@ def test_a_commit_and_a_topic_creation_answer_retriably_within_their_timeouts_wh
         created = await answer(CREATE_TOPICS, 7, create(200), 2.0)
         assert created.topics[0].error_code == ErrorCode.request_timed_out
         store.released.set()
-        await asyncio.wait_for(broker.engine.groups.offsets.wait_written(), STALL_S_MAX)
+        await asyncio.wait_for(broker.engine.coordinator.wait_written(), STALL_S_MAX)
         fetched = await answer(OFFSET_FETCH, 9, fetch, 2.0)
         assert fetched.groups[0].topics[0].partitions[0].committed_offset == 5  # the timed out write went on
         again = await answer(CREATE_TOPICS, 7, create(int(STALL_S_MAX * 1000)), STALL_S_MAX + 1)

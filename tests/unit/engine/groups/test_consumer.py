@@ -13,6 +13,7 @@ from martlet.engine.groups.types import (
     HeartbeatRequest,
     HeartbeatResult,
 )
+from tests.support.coordinator import close_groups
 from tests.support.group_engine import Catalog, G, facade, join
 
 E = GroupError
@@ -229,7 +230,7 @@ def test_refused_first_join_leaves_no_group_behind():
 def test_facade_routes_commits_and_listing_by_group_type():
     import asyncio
 
-    from martlet.engine.groups.offsets import CommittedOffset
+    from martlet.engine.types import CommittedOffset
 
     async def scenario():
         groups, catalog = facade(), Catalog(t=1)
@@ -244,7 +245,7 @@ def test_facade_routes_commits_and_listing_by_group_type():
         assert (await groups.consumer_heartbeat(HeartbeatRequest(G, "a", -1), catalog.lookup())).error is E.NONE
         assert groups.is_empty(G) and await groups.delete(G) is E.NONE
         assert groups.committed(G, "t", 0, "id-t") is None
-        await groups.close()
+        await close_groups(groups)
 
     asyncio.run(scenario())
 
@@ -264,6 +265,6 @@ def test_facade_refuses_the_other_protocol_while_a_group_has_members():
         refused = await groups.consumer_heartbeat(join("b"), catalog.lookup())
         assert refused.error is E.GROUP_NOT_FOUND
         assert groups.describe_consumer(G, catalog.lookup()) is E.GROUP_NOT_FOUND
-        await groups.close()
+        await close_groups(groups)
 
     asyncio.run(scenario())

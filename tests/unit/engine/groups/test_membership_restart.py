@@ -9,13 +9,14 @@ import itertools
 import pytest
 
 from martlet.engine.clock import ManualClock
+from martlet.engine.coordinator.records import Registry
+from martlet.engine.coordinator.shard import Shard
 from martlet.engine.errors import CorruptBatch
+from martlet.engine.groups import records as membership
 from martlet.engine.groups.classic import GroupLimits
 from martlet.engine.groups.consumer import ConsumerGroupLimits
 from martlet.engine.groups.membership import ClassicGroupRecord, ConsumerGroupRecord
-from martlet.engine.groups.offsets import OffsetStore
-from martlet.engine.groups.records import decode, encode
-from martlet.engine.groups.service import Groups, MemberIds, Shards
+from martlet.engine.groups.service import Groups, MemberIds
 from martlet.engine.groups.types import (
     ConsumerGroupState,
     GroupError,
@@ -27,19 +28,22 @@ from martlet.engine.groups.types import (
 )
 from martlet.engine.store import MemoryStore
 from martlet.records.header import BatchHeader
+from tests.support.coordinator import close_groups
+from tests.support.coordinator import open_groups as open_coordinator
 
 E = GroupError
 SESSION_MS = 10_000
 LIMITS = GroupLimits(initial_rebalance_delay_ms=0)
 CONSUMER_SESSION_MS = 45_000
+REGISTRY = Registry([membership.MACHINE])
 TOPICS = TopicLookup({"t": 4}.get, lambda name: "id-t" if name == "t" else None, lambda: ["t"])
 
 
 def open_groups(store: MemoryStore, clock: ManualClock) -> Groups:
     ids = itertools.count()
-    return Groups(store, LIMITS, clock.now_ms, 1_000_000,
-                  consumer_limits=ConsumerGroupLimits(session_timeout_ms=CONSUMER_SESSION_MS),
-                  ids=MemberIds(lambda prefix: f"{prefix}-{next(ids)}", lambda: f"c{next(ids)}"), shards=Shards(4))
+    return open_coordinator(store, LIMITS, clock.now_ms, 1_000_000, count=4,
+                            consumer_limits=ConsumerGroupLimits(session_timeout_ms=CONSUMER_SESSION_MS),
+                            ids=MemberIds(lambda prefix: f"{prefix}-{next(ids)}", lambda: f"c{next(ids)}"))
 
 
 def join_classic(groups: Groups, group_id: str) -> tuple[str, int]:
@@ -66,7 +70,7 @@ def test_a_classic_group_survives_a_restart_and_its_member_keeps_its_id() -> Non
     store, clock = MemoryStore(), ManualClock(1_000)
     groups = open_groups(store, clock)
     member_id, generation = join_classic(groups, "classic")
-    asyncio.run(groups.close())
+    asyncio.run(close_groups(groups))
 
     clock.advance(SESSION_MS * 5)  # down for longer than the session: the restart restarts it
     again = open_groups(store, clock)
@@ -83,7 +87,7 @@ def test_a_restored_classic_member_that_stays_silent_expires_after_a_fresh_sessi
     store, clock = MemoryStore(), ManualClock(1_000)
     groups = open_groups(store, clock)
     member_id, generation = join_classic(groups, "classic")
-    asyncio.run(groups.close())
+    asyncio.run(close_groups(groups))
     again = open_groups(store, clock)
     clock.advance(SESSION_MS)
     asyncio.run(again.tick())
@@ -95,7 +99,7 @@ def test_a_consumer_group_survives_a_restart_with_its_epochs_and_assignment() ->
     groups = open_groups(store, clock)
     member_id, epoch = join_consumer(groups, "kip848")
     before = groups.describe_consumer("kip848", TOPICS)
-    asyncio.run(groups.close())
+    asyncio.run(close_groups(groups))
 
     clock.advance(CONSUMER_SESSION_MS * 2)
     again = open_groups(store, clock)
@@ -104,7 +108,7 @@ def test_a_consumer_group_survives_a_restart_with_its_epochs_and_assignment() ->
     assert not isinstance(after, GroupError) and after.state is ConsumerGroupState.STABLE
     beat = HeartbeatRequest("kip848", member_id, epoch, member_id_required=True)
     result = asyncio.run(again.consumer_heartbeat(beat, TOPICS))
-    asyncio.run(again.close())
+    asyncio.run(close_groups(again))
     assert (result.error, result.member_id, result.member_epoch) == (E.NONE, member_id, epoch)
 
 
@@ -117,7 +121,7 @@ def test_deleted_and_emptied_groups_stay_gone_after_a_restart() -> None:
     assert asyncio.run(groups.delete("kip848")) is E.NONE
     classic_id, _ = join_classic(groups, "classic")
     assert asyncio.run(groups.leave("classic", [(classic_id, None)])) == [E.NONE]
-    asyncio.run(groups.close())
+    asyncio.run(close_groups(groups))
 
     again = open_groups(store, clock)
     assert again.describe_consumer("kip848", TOPICS) is E.GROUP_NOT_FOUND
@@ -130,11 +134,11 @@ def test_membership_records_round_trip_through_their_encoding() -> None:
     groups = open_groups(store, clock)
     join_classic(groups, "classic")
     join_consumer(groups, "kip848")
-    records = groups.offsets.memberships()
+    records = [groups.membership("classic"), groups.membership("kip848")]
     assert {type(r) for r in records} == {ClassicGroupRecord, ConsumerGroupRecord}
     for record in records:
-        assert decode(encode(record)) == record
-    asyncio.run(groups.close())
+        assert REGISTRY.decode(REGISTRY.encode(record)) == record
+    asyncio.run(close_groups(groups))
 
 
 @pytest.mark.parametrize("payload", [
@@ -149,25 +153,25 @@ def test_membership_records_round_trip_through_their_encoding() -> None:
 ])
 def test_a_malformed_membership_record_is_corrupt(payload: bytes) -> None:
     with pytest.raises(CorruptBatch):
-        decode(payload)
+        REGISTRY.decode(payload)
 
 
 def test_a_record_the_store_refused_is_written_after_the_next_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """A failed record write must not hold back the replies; it is retried, not lost."""
     store, clock = MemoryStore(), ManualClock(1_000)
     groups = open_groups(store, clock)
-    append = OffsetStore.append
+    append = Shard.append
     failures = [OSError("store down")]
 
-    def flaky(self: OffsetStore, batch: bytearray, header: BatchHeader) -> int:  # on the worker thread
+    def flaky(self: Shard, batch: bytearray, header: BatchHeader) -> int:  # on the worker thread
         if failures:
             raise failures.pop()
         return append(self, batch, header)
 
-    monkeypatch.setattr(OffsetStore, "append", flaky)
+    monkeypatch.setattr(Shard, "append", flaky)
     member_id, epoch = join_consumer(groups, "kip848")  # answered although its record failed
-    assert groups.offsets.membership("kip848") is None and not failures
+    assert groups.membership("kip848") is None and not failures
     asyncio.run(groups.tick())
-    record = groups.offsets.membership("kip848")
+    record = groups.membership("kip848")
     assert isinstance(record, ConsumerGroupRecord) and record.members[0].member_id == member_id
-    asyncio.run(groups.close())
+    asyncio.run(close_groups(groups))

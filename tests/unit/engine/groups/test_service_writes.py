@@ -10,12 +10,14 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from martlet.engine.clock import ManualClock
+from martlet.engine.coordinator.shard import Shard
 from martlet.engine.groups.classic import GroupLimits
-from martlet.engine.groups.offsets import CommittedOffset, OffsetStore
 from martlet.engine.groups.service import Groups
 from martlet.engine.groups.types import GroupError, GroupState, JoinRequest, JoinResult, SyncRequest
 from martlet.engine.store import MemoryStore
+from martlet.engine.types import CommittedOffset
 from martlet.records.header import BatchHeader
+from tests.support.coordinator import close_groups, open_groups
 
 G = "g"
 WAIT_S_MAX = 10.0
@@ -24,17 +26,17 @@ TURNS_MAX = 1_000  # loop turns a condition may take to come true
 
 @pytest.fixture
 def closed_gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """OffsetStore.append (on the worker thread) waits while the event is clear."""
+    """Shard.append (on the worker thread) waits while the event is clear."""
     gate = threading.Event()
     gate.set()
-    append = OffsetStore.append
+    append = Shard.append
 
-    def gated(self: OffsetStore, batch: bytearray, header: BatchHeader) -> int:
+    def gated(self: Shard, batch: bytearray, header: BatchHeader) -> int:
         if not gate.wait(WAIT_S_MAX):
             raise TimeoutError("the test never opened the gate")
         return append(self, batch, header)
 
-    monkeypatch.setattr(OffsetStore, "append", gated)
+    monkeypatch.setattr(Shard, "append", gated)
     yield gate
     gate.set()
 
@@ -54,7 +56,7 @@ async def wait_until(condition: Callable[[], bool]) -> None:
 def test_replies_to_other_members_go_out_although_their_call_was_cancelled(closed_gate: threading.Event) -> None:
     async def scenario() -> None:
         clock = ManualClock(1_000)
-        groups = Groups(MemoryStore(), GroupLimits(initial_rebalance_delay_ms=0), clock.now_ms, 1_000_000)
+        groups = open_groups(MemoryStore(), GroupLimits(initial_rebalance_delay_ms=0), clock.now_ms, 1_000_000)
         first = await groups.join(join_request())
         assert first.error is GroupError.NONE
         sync = SyncRequest(G, first.member_id, first.generation_id, None, None, None, ((first.member_id, b"a"),))
@@ -76,7 +78,7 @@ def test_replies_to_other_members_go_out_although_their_call_was_cancelled(close
         await commit
         with pytest.raises(asyncio.CancelledError):
             await rejoin
-        await groups.close()
+        await close_groups(groups)
 
     asyncio.run(scenario())
 

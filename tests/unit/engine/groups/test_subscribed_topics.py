@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from martlet.engine.groups.types import GroupError, JoinRequest
+from tests.support.coordinator import close_groups
 from tests.support.group_engine import Catalog, G, facade, join
 
 
@@ -24,7 +25,7 @@ def test_classic_members_metadata_is_decoded_by_the_caller():
         assert (await groups.join(request)).error is GroupError.NONE
         assert groups.subscribed_topics(G, decoder(seen)) == {"orders", "payments"}
         assert seen == [b"opaque subscription"]
-        await groups.close()
+        await close_groups(groups)
 
     asyncio.run(scenario())
 
@@ -35,6 +36,6 @@ def test_consumer_protocol_groups_need_no_decoding():
         await groups.consumer_heartbeat(join("a", topics=("t",)), catalog.lookup())
         assert groups.subscribed_topics(G, decoder(seen)) == {"t"}
         assert seen == []
-        await groups.close()
+        await close_groups(groups)
 
     asyncio.run(scenario())

@@ -124,7 +124,7 @@ def test_a_transactional_batch_for_a_partition_outside_the_transaction_is_refuse
         broker: Broker, version: int, code: ErrorCode, message: str | None) -> None:
     """KIP-890 part 1, with the reference Kafka 4.4's answers per Produce version."""
     broker.create_topic("t")
-    machine = broker.engine.transactions.machine
+    machine = broker.engine.transactions.coordinator
     machine.init_producer_id("tx-7", 60_000, NOW_MS, fresh_id=7)  # ongoing nowhere yet
     refused = produce(broker, txn_batch(7, 0, b"late"), transactional_id="tx-7", version=version)
     assert (refused.error_code, refused.error_message) == (code, message)
@@ -136,7 +136,7 @@ def test_a_transactional_batch_for_a_partition_outside_the_transaction_is_refuse
 def test_a_late_write_after_the_transaction_ended_cannot_open_a_hanging_one(broker: Broker) -> None:
     broker.create_topic("t")
     assert produce(broker, txn_batch(7, 0, b"a")).error_code == ErrorCode.none
-    machine = broker.engine.transactions.machine
+    machine = broker.engine.transactions.coordinator
     machine.end_txn("tx-7", 7, 0, False, NOW_MS)  # aborted; its marker lands below
     machine.markers_written("tx-7", 0, NOW_MS)
     marker(broker, 7, commit=False)
@@ -148,7 +148,7 @@ def test_a_late_write_after_the_transaction_ended_cannot_open_a_hanging_one(brok
 
 def test_a_fenced_producers_first_transactional_batch_is_refused(broker: Broker) -> None:
     broker.create_topic("t")
-    machine = broker.engine.transactions.machine
+    machine = broker.engine.transactions.coordinator
     machine.init_producer_id("tx-7", 60_000, NOW_MS, fresh_id=7)
     assert machine.init_producer_id("tx-7", 60_000, NOW_MS, fresh_id=-1).epoch == 1  # a newer instance
     refused = produce(broker, txn_batch(7, 0, b"zombie"), transactional_id="tx-7")

@@ -1,8 +1,9 @@
-"""The ZooKeeper layout's names and JSON (engine/coordination/layout.py)."""
+"""The ZooKeeper layout's names and JSON (engine/zookeeper/layout.py)."""
 
 import pytest
 
-from martlet.engine.coordination.layout import (
+from martlet.engine.types import TopicPartition
+from martlet.engine.zookeeper.layout import (
     Assignment,
     BrokerRecord,
     parse_unit,
@@ -11,7 +12,6 @@ from martlet.engine.coordination.layout import (
     split_zookeeper,
     unit_key,
 )
-from martlet.engine.types import TopicPartition
 
 
 @pytest.mark.parametrize(("address", "hosts", "chroot"), [

@@ -25,7 +25,7 @@ committed offsets live in the store (HDFS), so a ZooKeeper lost for good costs p
     /topics/lock/                  kazoo Lock held around a topic change (create, delete, grow,
                                    reconfigure), so concurrent DDL on different brokers is serial
 
-A unit of placement is a physical partition `topic/index` or an offsets shard `@offsets/n`
+A unit of placement is a physical partition `topic/index` or a coordinator shard `@offsets/n`
 ("@" cannot start a topic name, so the two never clash).
 """
 
@@ -60,7 +60,7 @@ def split_zookeeper(address: str) -> tuple[str, str]:
 
 
 def unit_key(unit: TopicPartition | int) -> str:
-    """A partition or an offsets shard (int) as its key in ZooKeeper's JSON."""
+    """A partition or a coordinator shard (int) as its key in ZooKeeper's JSON."""
     if isinstance(unit, int):
         return f"{SHARD_PREFIX}{unit}"
     return f"{unit.topic}/{unit.partition}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from martlet.engine.cluster import EmbeddedCluster, NodeIdentity
-from martlet.engine.coordination.layout import BrokerRecord
+from martlet.engine.zookeeper.layout import BrokerRecord
 
 
 def test_a_record_carries_its_http_address() -> None:

@@ -1,33 +1,35 @@
-"""The write path of the offsets shards: no store call on the event loop, log before memory.
+"""The write path of the coordinator shards: no store call on the event loop, log before memory.
 
-    event loop      make the change from the state (OffsetStore.*_change), encode it, queue it
-    worker thread   OffsetStore.append: the only store calls, one at a time, in queue order
-    event loop      OffsetStore.apply, then the writer's awaitable resolves
+    event loop      a machine makes the record from its state, the shard encodes it, queue it
+    worker thread   Shard.append: the only store calls, one at a time, in queue order
+    event loop      Shard.apply, then the writer's awaitable resolves
 
-One thread serves every shard of a Groups ("martlet-groups"), so each log receives its
-changes in the order they were queued, and the loop takes the results in that same order
-(`_settle` only ever pops the head of one queue): memory never holds a change its log lacks,
-and a reader on the loop sees each change whole or not at all. Nothing is locked; the state
+One thread serves every shard of a runtime ("martlet-coordinator"), so each log receives its
+records in the order they were queued, and the loop takes the results in that same order
+(`_settle` only ever pops the head of one queue): memory never holds a record its log lacks,
+and a reader on the loop sees each record whole or not at all. Nothing is locked; the state
 belongs to the loop, the logs to the thread.
 
-A change is made from the applied state, which lags the changes still queued. The makers are
-given the group's pending changes (`pending`), so a decision that reads the state (is this
-offset there? does the log already end with this record?) sees it as it will be.
+A record is made from the applied state, which lags the records still queued. The machines'
+makers are given the owner's pending records (`pending`: those of one machine and one key),
+so a decision that reads the state (is this offset there? does the log already end with this
+record?) sees it as it will be.
 
 A failed append (an OSError from the store, say) is not applied; only its own waiter gets
-the error. The changes queued after it go on: each is a whole batch and none depends on the
+the error. The records queued after it go on: each is a whole batch and none depends on the
 bytes of another. A waiter that stops waiting (its task cancelled) does not cancel its write,
 which is applied when it returns like any other.
 
 Every job has a deadline (engine/store/workers.py): WRITE_S for an append to an open log,
 OPEN_S when the job must open the log first (on HDFS that may wait for lease recovery). A job
 past it fails like a failed append (its waiter gets StoreTimeout, an OSError), the shard's log
-is abandoned before anything else runs (`OffsetStore.abandon_log`: the next job reopens it,
+is abandoned before anything else runs (`Shard.abandon_log`: the next job reopens it,
 and lease recovery fences the stuck writer, so a late write can never land after a later
 one), and a fresh thread takes the queue on. While the store does not answer, the queue is
-*stalled* (its head has waited more than STALLED_S): new changes are then refused at once
+*stalled* (its head has waited more than STALLED_S): new records are then refused at once
 (their awaitables raise StoreTimeout) instead of piling up behind it, and the groups service
-does not wait for membership records (service.py). QUEUED_MAX bounds the queue all the same.
+does not wait for membership records (engine/groups/service.py). QUEUED_MAX bounds the queue
+all the same.
 
 Compaction runs on the same thread, queued like a write. Its snapshot is taken on the loop
 when it is queued: a copy of the applied state, plus the shard's writes queued ahead of it.
@@ -45,12 +47,11 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ...records.header import BatchHeader
 from ..store.workers import StoreTimeout, Workers
-from .offsets import LiveState, OffsetStore
-from .records import Change, owner_of
+from .shard import Shard, States
 
 T = TypeVar("T")
 CLOSERS = 8  # shards' logs closed at once when the node stops
@@ -58,7 +59,7 @@ WRITE_S = 10.0  # deadline of an append to an open log (an hsync takes milliseco
 OPEN_S = 150.0  # deadline of a job that opens the log first (HDFS lease recovery takes up to 120 s)
 CLOSE_S = 30.0  # deadline of closing the logs at a stop or a shard's hand-over
 STALLED_S = 5.0  # the queue's head waiting this long: the store is not answering (Kafka's offsets.commit.timeout.ms)
-QUEUED_MAX = 10_000  # changes queued at most
+QUEUED_MAX = 10_000  # records queued at most
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class _Job:
     """A call queued for the worker thread. The thread sets `log_bytes` or `error`, then
     `ran`; `settled` resolves on the loop once the result is taken in."""
 
-    def __init__(self, shard: OffsetStore, settled: asyncio.Future[None]) -> None:
+    def __init__(self, shard: Shard, settled: asyncio.Future[None]) -> None:
         self.shard = shard
         self.settled = settled
         self.queued_at = settled.get_loop().time()
@@ -86,47 +87,47 @@ class _Job:
 
 
 class _Write(_Job):
-    def __init__(self, shard: OffsetStore, change: Change, batch: bytearray, header: BatchHeader,
+    def __init__(self, shard: Shard, record: Any, batch: bytearray, header: BatchHeader,
                  settled: asyncio.Future[None]) -> None:
         super().__init__(shard, settled)
-        self.change = change
+        self.record = record
         self.batch = batch
         self.header = header
 
 
 class _Compaction(_Job):
-    def __init__(self, shard: OffsetStore, state: LiveState, ahead: list[_Write],
+    def __init__(self, shard: Shard, state: States, ahead: list[_Write],
                  settled: asyncio.Future[None]) -> None:
         super().__init__(shard, settled)
         self.state = state  # the applied state when queued (a copy)
         self.ahead = ahead  # the shard's writes queued before the compaction
 
 
-class OffsetWriter:
+class ShardWriter:
     def __init__(self) -> None:
-        self._thread = Workers(1, "martlet-groups")
-        self._closers = Workers(CLOSERS, "martlet-offsets-close")
+        self._thread = Workers(1, "martlet-coordinator")
+        self._closers = Workers(CLOSERS, "martlet-coordinator-close")
         self._queue: deque[_Job] = deque()  # queued and not yet settled, in queue order
-        self._pending: dict[tuple[str, str], deque[_Write]] = {}  # the same writes, by owner (records.owner_of)
-        self._compacting: set[OffsetStore] = set()
+        self._pending: dict[tuple[str, str], deque[_Write]] = {}  # the same writes, by owner (Registry.owner)
+        self._compacting: set[Shard] = set()
         self._closed = False
 
     # -- event loop
 
-    def submit(self, shard: OffsetStore, change: Change) -> Awaitable[None]:
-        """Queue `change` for `shard`'s log. The awaitable resolves once it is applied, or
-        raises the append's error. A change that cannot be encoded raises here, unqueued."""
-        assert not self._closed, "the offsets writer is closed"
+    def submit(self, shard: Shard, record: Any) -> Awaitable[None]:
+        """Queue `record` for `shard`'s log. The awaitable resolves once it is applied, or
+        raises the append's error. A record that cannot be encoded raises here, unqueued."""
+        assert not self._closed, "the coordinator's writer is closed"
         loop = asyncio.get_running_loop()
-        batch, header = shard.encode(change)
+        batch, header = shard.encode(record)
         refused = self._refusal()
         if refused is not None:
             failed = loop.create_future()
             failed.set_exception(refused)
             return failed
-        write = _Write(shard, change, batch, header, loop.create_future())
+        write = _Write(shard, record, batch, header, loop.create_future())
         self._queue.append(write)
-        self._pending.setdefault(owner_of(change), deque()).append(write)
+        self._pending.setdefault(shard.registry.owner(record), deque()).append(write)
         self._on_thread(write, functools.partial(_append, write), loop)
         return asyncio.shield(write.settled)
 
@@ -138,15 +139,15 @@ class OffsetWriter:
     def _refusal(self) -> StoreTimeout | None:
         if self.stalled:
             waited = asyncio.get_running_loop().time() - self._queue[0].queued_at
-            return StoreTimeout(f"the store has not taken a group change for {waited:.0f} s")
+            return StoreTimeout(f"the store has not taken a coordinator record for {waited:.0f} s")
         if len(self._queue) >= QUEUED_MAX:
-            return StoreTimeout(f"{len(self._queue)} group changes wait for the store")
+            return StoreTimeout(f"{len(self._queue)} coordinator records wait for the store")
         return None
 
     def _on_thread(self, job: _Job, call: Callable[[], int], loop: asyncio.AbstractEventLoop) -> None:
         """Queue `call` for the thread with the job's deadline; its outcome settles the job."""
         deadline_s = WRITE_S if job.shard.log_open else OPEN_S
-        outcome = self._thread.call(call, "an offsets shard's write", deadline_s, abandoned=job.shard.abandon_log)
+        outcome = self._thread.call(call, "a coordinator shard's write", deadline_s, abandoned=job.shard.abandon_log)
 
         def ended(_: Future[int]) -> None:
             job.take(outcome)
@@ -154,9 +155,9 @@ class OffsetWriter:
 
         outcome.add_done_callback(ended)
 
-    def pending(self, group_id: str) -> list[Change]:
-        """The group's changes queued and not yet applied, oldest first."""
-        return [write.change for write in self._pending.get(("group", group_id), ())]
+    def pending(self, machine: str, key: str) -> list[Any]:
+        """The owner's records queued and not yet applied, oldest first."""
+        return [write.record for write in self._pending.get((machine, key), ())]
 
     async def wait_written(self, timeout_s: float | None = None) -> bool:
         """Until every job queued so far has settled, whatever its outcome, or `timeout_s`
@@ -166,7 +167,7 @@ class OffsetWriter:
         done, _ = await asyncio.wait([self._queue[-1].settled], timeout=timeout_s)
         return bool(done)
 
-    async def wait_idle(self, shard: OffsetStore) -> None:
+    async def wait_idle(self, shard: Shard) -> None:
         """Until no queued job names `shard` (a settling write may queue its compaction)."""
         while any(job.shard is shard for job in self._queue):
             await self.wait_written()
@@ -174,20 +175,20 @@ class OffsetWriter:
     async def run(self, call: Callable[..., T], *args: object) -> T:
         """Run a store call on the writer's thread, after everything queued before it."""
         await self.wait_written()
-        return await asyncio.wrap_future(self._thread.call(functools.partial(call, *args), "an offsets shard's open",
+        return await asyncio.wrap_future(self._thread.call(functools.partial(call, *args), "a coordinator shard's open",
                                                            OPEN_S))
 
-    async def close_log(self, shard: OffsetStore) -> None:
+    async def close_log(self, shard: Shard) -> None:
         """Close one shard's log beside the writer's thread (a close on HDFS takes about 0.4 s);
         past CLOSE_S the log is abandoned instead, and its next owner recovers it."""
-        closing = self._closers.call(shard.close, "an offsets shard's close", CLOSE_S, abandoned=shard.abandon_log)
+        closing = self._closers.call(shard.close, "a coordinator shard's close", CLOSE_S, abandoned=shard.abandon_log)
         try:
             await asyncio.wrap_future(closing)
         except OSError as error:  # the next owner recovers the log as the store kept it
             shard.abandon_log()
-            logger.warning("closing an offsets shard failed, its log is left to its next owner: %s", error)
+            logger.warning("closing a coordinator shard failed, its log is left to its next owner: %s", error)
 
-    async def close(self, shards: list[OffsetStore]) -> None:
+    async def close(self, shards: list[Shard]) -> None:
         """Let the queued jobs finish, then close the logs on the thread and stop it. Once:
         a stopped thread would never run a second close."""
         if self._closed:
@@ -195,7 +196,7 @@ class OffsetWriter:
         self._closed = True
         try:
             await self.wait_written()
-            closing = [self._closers.call(shard.close, "an offsets shard's close", CLOSE_S,
+            closing = [self._closers.call(shard.close, "a coordinator shard's close", CLOSE_S,
                                           abandoned=shard.abandon_log) for shard in shards]
             await asyncio.gather(*(asyncio.wrap_future(closed) for closed in closing))
         finally:
@@ -213,7 +214,7 @@ class OffsetWriter:
                 self._settle_compaction(job)
 
     def _settle_write(self, write: _Write) -> None:
-        owner = owner_of(write.change)
+        owner = write.shard.registry.owner(write.record)
         by_owner = self._pending[owner]
         assert by_owner.popleft() is write, "writes settle in queue order"
         if not by_owner:
@@ -221,12 +222,12 @@ class OffsetWriter:
         if write.error is not None:
             _resolve(write.settled, write.error)
             return
-        write.shard.apply(write.change)
+        write.shard.apply(write.record)
         _resolve(write.settled, None)
         if write.shard not in self._compacting and write.shard.should_compact(write.log_bytes):
             self._queue_compaction(write.shard)
 
-    def _queue_compaction(self, shard: OffsetStore) -> None:
+    def _queue_compaction(self, shard: Shard) -> None:
         loop = asyncio.get_running_loop()
         ahead = [job for job in self._queue if isinstance(job, _Write) and job.shard is shard]
         compaction = _Compaction(shard, shard.snapshot(), ahead, loop.create_future())
@@ -239,7 +240,7 @@ class OffsetWriter:
         if compaction.error is None:
             compaction.shard.compacted(compaction.log_bytes)
         else:  # the old log stays (or is settled back by the next append); retried on a later write
-            logger.warning("compaction of an offsets shard failed: %r", compaction.error)
+            logger.warning("compaction of a coordinator shard failed: %r", compaction.error)
         _resolve(compaction.settled, None)
 
 
@@ -255,7 +256,7 @@ def _compact(compaction: _Compaction) -> int:
     for write in compaction.ahead:
         assert write.ran, "a write queued before the compaction has run before it"
         if write.error is None:
-            state.apply(write.change)
+            state.apply(write.record)
     return compaction.shard.rewrite(state)
 
 
