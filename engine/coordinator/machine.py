@@ -17,31 +17,39 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, Self
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 FORMAT_VERSION = 1  # the payload's "v"
+
+# A JSON value as json.loads gives it, and a payload's object: dynamically typed until its
+# kind's parse and check have read it (a malformed one is CorruptBatch, records.py).
+Json = Any
+Body = dict[str, Json]
+
+R = TypeVar("R")  # a machine's records
+S = TypeVar("S", bound="State", covariant=True)  # a machine's state
 
 
 class State(Protocol):
     live_bytes: int
 
-    def apply(self, record: Any) -> None: ...
+    def apply(self, record: object) -> None: ...  # one of the machine's own kinds (the registry routes it)
 
-    def records(self) -> Iterator[Any]: ...
+    def records(self) -> Iterator[object]: ...
 
     def copy(self) -> Self: ...
 
 
 @dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(Generic[R]):
     name: str  # the payload's "type"
-    type: type
-    key: Callable[[Any], str]  # whose record it is: routes it to a shard
-    fields: Callable[[Any], dict[str, Any]]  # the payload besides "v" and "type"
-    parse: Callable[[dict[str, Any]], Any]  # KeyError, TypeError or ValueError if malformed
-    check: Callable[[Any], None]  # ValueError unless the record keeps the invariants
+    type: type[R]
+    key: Callable[[R], str]  # whose record it is: routes it to a shard
+    fields: Callable[[R], Body]  # the payload besides "v" and "type"
+    parse: Callable[[Body], R]  # KeyError, TypeError or ValueError if malformed
+    check: Callable[[R], None]  # ValueError unless the record keeps the invariants
 
-    def payload(self, record: Any) -> bytes:
+    def payload(self, record: R) -> bytes:
         """The record as compact UTF-8 JSON (no spaces, non-ASCII kept as is)."""
         self.check(record)
         body = {"v": FORMAT_VERSION, "type": self.name, **self.fields(record)}
@@ -49,7 +57,7 @@ class Kind:
 
 
 @dataclass(frozen=True, slots=True)
-class Machine:
+class Machine(Generic[S]):
     name: str
-    kinds: tuple[Kind, ...]
-    empty: Callable[[], State]
+    kinds: tuple[Kind[Json], ...]
+    empty: Callable[[], S]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from ...records.header import (
     HEADER_BYTES,
@@ -31,7 +30,7 @@ from ...records.header import (
 )
 from ..errors import CorruptBatch
 from .checks import require
-from .machine import FORMAT_VERSION, Kind, Machine
+from .machine import FORMAT_VERSION, Json, Kind, Machine, State
 
 PAYLOAD_BYTES_MAX = 2**31 - 1 - HEADER_BYTES  # batch_length is an i32
 
@@ -39,10 +38,10 @@ PAYLOAD_BYTES_MAX = 2**31 - 1 - HEADER_BYTES  # batch_length is an i32
 class Registry:
     """Every record kind of the machines a runtime serves, by name and by type."""
 
-    def __init__(self, machines: Iterable[Machine]) -> None:
+    def __init__(self, machines: Iterable[Machine[State]]) -> None:
         self.machines = tuple(machines)
-        self._by_name: dict[str, Kind] = {}
-        self._by_type: dict[type, tuple[str, Kind]] = {}
+        self._by_name: dict[str, Kind[Json]] = {}
+        self._by_type: dict[type, tuple[str, Kind[Json]]] = {}
         for machine in self.machines:
             for kind in machine.kinds:
                 if kind.name in self._by_name or kind.type in self._by_type:
@@ -50,18 +49,18 @@ class Registry:
                 self._by_name[kind.name] = kind
                 self._by_type[kind.type] = (machine.name, kind)
 
-    def owner(self, record: Any) -> tuple[str, str]:
+    def owner(self, record: object) -> tuple[str, str]:
         """(machine name, key): whose record it is."""
         machine, kind = self._entry(record)
         return machine, kind.key(record)
 
-    def machine_of(self, record: Any) -> str:
+    def machine_of(self, record: object) -> str:
         return self._entry(record)[0]
 
-    def encode(self, record: Any) -> bytes:
+    def encode(self, record: object) -> bytes:
         return self._entry(record)[1].payload(record)
 
-    def decode(self, payload: bytes) -> Any:
+    def decode(self, payload: bytes) -> object:
         """Parse and check a payload; anything unexpected is CorruptBatch."""
         try:
             body = json.loads(payload)
@@ -69,13 +68,13 @@ class Registry:
             kind = self._by_name.get(body["type"])
             require(kind is not None, f"unknown record type {body['type']!r}")
             assert kind is not None
-            record = kind.parse(body)
+            record: object = kind.parse(body)
             kind.check(record)
         except (ValueError, TypeError, KeyError, RecursionError) as error:  # UnicodeError is a ValueError
             raise CorruptBatch(f"bad coordinator record: {error}") from None
         return record
 
-    def to_batch(self, record: Any, now_ms: int) -> tuple[bytearray, BatchHeader]:
+    def to_batch(self, record: object, now_ms: int) -> tuple[bytearray, BatchHeader]:
         """The batch (and its header) that holds `record`, ready for PartitionLog.append."""
         payload = self.encode(record)
         require(len(payload) <= PAYLOAD_BYTES_MAX, "coordinator record too large for one batch")
@@ -85,7 +84,7 @@ class Registry:
         set_crc(batch)
         return batch, parse_header(batch)
 
-    def from_batch(self, batch: bytes | memoryview, header: BatchHeader) -> Any:
+    def from_batch(self, batch: bytes | memoryview, header: BatchHeader) -> object:
         """The record a stored batch holds; CorruptBatch if it is not one of ours."""
         shape = (header.magic, header.attributes, header.last_offset_delta, header.record_count, header.producer_id)
         if shape != (MAGIC, 0, 0, 1, -1):
@@ -94,7 +93,7 @@ class Registry:
             raise CorruptBatch(f"coordinator batch at {header.base_offset} fails its checksum")
         return self.decode(bytes(batch[HEADER_BYTES:]))
 
-    def _entry(self, record: Any) -> tuple[str, Kind]:
+    def _entry(self, record: object) -> tuple[str, Kind[Json]]:
         entry = self._by_type.get(type(record))
         if entry is None:
             raise ValueError(f"not a record of a registered kind: {record!r}")

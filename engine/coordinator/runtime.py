@@ -44,12 +44,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import InvalidConfig
 from ..store import Store
 from ..store.atomic import read_whole, write_atomically
-from .machine import Machine
+from .machine import Machine, S, State
 from .records import Registry
 from .shard import COMPACT_SUFFIX, OLD_SUFFIX, SEGMENT_BYTES, Shard
 from .writer import ShardWriter
@@ -88,7 +87,7 @@ class Runtime:
     """Routes each key to its shard: machines read their states from memory, and records go
     through the writer (their awaitables resolve once the record is applied)."""
 
-    def __init__(self, store: Store, now_ms: Callable[[], int], count: int, machines: Iterable[Machine],
+    def __init__(self, store: Store, now_ms: Callable[[], int], count: int, machines: Iterable[Machine[State]],
                  owns_shard: Callable[[int], bool], segment_bytes: int) -> None:
         self._store = store
         self._now_ms = now_ms
@@ -101,7 +100,7 @@ class Runtime:
         self._listeners: list[Listener] = []
 
     @classmethod
-    def open(cls, store: Store, now_ms: Callable[[], int], count: int, machines: Iterable[Machine],
+    def open(cls, store: Store, now_ms: Callable[[], int], count: int, machines: Iterable[Machine[State]],
              owns_shard: Callable[[int], bool] = lambda shard: True,
              segment_bytes: int = SEGMENT_BYTES) -> Runtime:
         """Open the owned shards that exist, after migrating a legacy single log."""
@@ -125,22 +124,21 @@ class Runtime:
 
     # -- reading (event loop)
 
-    def state(self, machine: str, key: str) -> Any | None:
+    def state(self, machine: Machine[S], key: str) -> S | None:
         """The machine's state in the key's shard, if this node has that shard open."""
-        shard = self._shards.get(self.shard_of(key))
-        return None if shard is None else shard.state(machine)
+        return self.state_in(machine, self.shard_of(key))
 
-    def state_in(self, machine: str, number: int) -> Any | None:
+    def state_in(self, machine: Machine[S], number: int) -> S | None:
         shard = self._shards.get(number)
         return None if shard is None else shard.state(machine)
 
-    def states(self, machine: str) -> list[Any]:
+    def states(self, machine: Machine[S]) -> list[S]:
         """The machine's state in every shard open here."""
         return [shard.state(machine) for shard in self._shards.values()]
 
-    def pending(self, machine: str, key: str) -> list[Any]:
+    def pending(self, machine: Machine[S], key: str) -> list[object]:
         """The key's records of that machine queued and not yet applied, oldest first."""
-        return self._writer.pending(machine, key)
+        return self._writer.pending(machine.name, key)
 
     # -- writing (event loop)
 
@@ -156,7 +154,7 @@ class Runtime:
                                                  self._segment_bytes)
         return shard
 
-    def submit(self, record: Any) -> Awaitable[None]:
+    def submit(self, record: object) -> Awaitable[None]:
         """Queue `record` for its owner's shard; await the result to know it is written and
         applied. ValueError (raised here) if the record breaks its kind's invariants."""
         _, key = self.registry.owner(record)

@@ -36,12 +36,12 @@ argument: writer.py hands it a snapshot, so the loop goes on changing the live o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import cast
 
 from ...records.header import BatchHeader, iter_batches
 from ..log import LogConfig, PartitionLog
 from ..store import Store, join
-from .machine import State
+from .machine import Machine, S, State
 from .records import Registry
 
 COMPACT_SUFFIX = ".compact"
@@ -58,10 +58,10 @@ class States:
         self._registry = registry
         self.by_machine = by_machine if by_machine is not None else {m.name: m.empty() for m in registry.machines}
 
-    def apply(self, record: Any) -> None:
+    def apply(self, record: object) -> None:
         self.by_machine[self._registry.machine_of(record)].apply(record)
 
-    def records(self) -> Iterator[Any]:
+    def records(self) -> Iterator[object]:
         for state in self.by_machine.values():
             yield from state.records()
 
@@ -103,15 +103,15 @@ class Shard:
 
     # -- the states (state side) ---------------------------------------------------------------
 
-    def state(self, machine: str) -> Any:
-        """The machine's state in this shard (its own type: the machine's module knows it)."""
-        return self._states.by_machine[machine]
+    def state(self, machine: Machine[S]) -> S:
+        """The machine's state in this shard."""
+        return cast(S, self._states.by_machine[machine.name])
 
-    def encode(self, record: Any) -> tuple[bytearray, BatchHeader]:
+    def encode(self, record: object) -> tuple[bytearray, BatchHeader]:
         """The batch holding `record`; ValueError if it breaks its kind's invariants."""
         return self.registry.to_batch(record, self._now_ms())
 
-    def apply(self, record: Any) -> None:
+    def apply(self, record: object) -> None:
         """Take in a record whose batch is in the log."""
         self._states.apply(record)
 
@@ -200,7 +200,7 @@ class Shard:
 
     # -- writing in the caller's thread (encode, append, apply) ----------------------------------
 
-    def write(self, record: Any | None) -> None:
+    def write(self, record: object | None) -> None:
         """Log first, then memory; then compact if the log has outgrown the states."""
         if record is None:
             return
@@ -214,7 +214,7 @@ class Shard:
         self.compacted(self.rewrite(self._states))
 
 
-def _replay(log: PartitionLog, registry: Registry) -> Iterator[Any]:
+def _replay(log: PartitionLog, registry: Registry) -> Iterator[object]:
     """Every record in the log, oldest first."""
     offset = log.start_offset
     while offset < log.end_offset:

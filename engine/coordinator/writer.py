@@ -47,7 +47,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ...records.header import BatchHeader
 from ..store.workers import StoreTimeout, Workers
@@ -87,7 +87,7 @@ class _Job:
 
 
 class _Write(_Job):
-    def __init__(self, shard: Shard, record: Any, batch: bytearray, header: BatchHeader,
+    def __init__(self, shard: Shard, record: object, batch: bytearray, header: BatchHeader,
                  settled: asyncio.Future[None]) -> None:
         super().__init__(shard, settled)
         self.record = record
@@ -114,7 +114,7 @@ class ShardWriter:
 
     # -- event loop
 
-    def submit(self, shard: Shard, record: Any) -> Awaitable[None]:
+    def submit(self, shard: Shard, record: object) -> Awaitable[None]:
         """Queue `record` for `shard`'s log. The awaitable resolves once it is applied, or
         raises the append's error. A record that cannot be encoded raises here, unqueued."""
         assert not self._closed, "the coordinator's writer is closed"
@@ -155,7 +155,7 @@ class ShardWriter:
 
         outcome.add_done_callback(ended)
 
-    def pending(self, machine: str, key: str) -> list[Any]:
+    def pending(self, machine: str, key: str) -> list[object]:
         """The owner's records queued and not yet applied, oldest first."""
         return [write.record for write in self._pending.get((machine, key), ())]
 

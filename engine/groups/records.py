@@ -9,10 +9,9 @@ does not touch its record, nor does a `group_gone` record touch its offsets.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from ..coordinator.checks import is_text, require
-from ..coordinator.machine import Kind, Machine
+from ..coordinator.machine import Body, Kind, Machine
 from .membership import ClassicGroupRecord, ConsumerGroupRecord, GroupGone, GroupRecord, MembershipChange, fields_of
 from .membership import parse as parse_fields
 
@@ -31,7 +30,9 @@ class MembershipState:
         twin.live_bytes = self.live_bytes
         return twin
 
-    def apply(self, record: MembershipChange) -> None:
+    def apply(self, record: object) -> None:
+        if not isinstance(record, (ClassicGroupRecord, ConsumerGroupRecord, GroupGone)):
+            raise TypeError(f"not a membership record: {record!r}")
         old = self.by_group.pop(record.group_id, None)
         if old is not None:
             self.live_bytes -= old[1]
@@ -49,17 +50,18 @@ class MembershipState:
         entry = self.by_group.get(group_id)
         return None if entry is None else entry[0]
 
-    def change(self, change: MembershipChange, pending: Sequence[MembershipChange] = ()) -> MembershipChange | None:
+    def change(self, change: MembershipChange, pending: Sequence[object] = ()) -> MembershipChange | None:
         """The record to write, or None when the log already ends with it for this group (the
         last pending record, else the applied one); a group never recorded needs no GroupGone."""
-        latest: MembershipChange | None = pending[-1] if pending else self.get(change.group_id)
+        queued = [record for record in pending if isinstance(record, (ClassicGroupRecord, ConsumerGroupRecord, GroupGone))]
+        latest: MembershipChange | None = queued[-1] if queued else self.get(change.group_id)
         if isinstance(change, GroupGone):
             return None if latest is None or isinstance(latest, GroupGone) else change
         return None if change == latest else change
 
 
-def _kind(name: str, record_type: type) -> Kind:
-    def parse(body: dict[str, Any]) -> MembershipChange:
+def _kind(name: str, record_type: type[MembershipChange]) -> Kind[MembershipChange]:
+    def parse(body: Body) -> MembershipChange:
         change = parse_fields(name, body["group"], body)
         assert change is not None
         return change

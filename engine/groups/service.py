@@ -57,7 +57,7 @@ from ..types import CommittedOffset, TopicPartition
 from .classic import ClassicCoordinator, GroupLimits
 from .consumer import ConsumerCoordinator, ConsumerGroupLimits
 from .membership import ClassicGroupRecord, GroupGone, GroupRecord, MembershipChange
-from .records import NAME, MembershipState
+from .records import MACHINE, MembershipState
 from .types import (
     ConsumerGroupState,
     ConsumerGroupView,
@@ -136,7 +136,7 @@ class Groups:
         self.offsets = offsets
         self._unrecorded: set[str] = set()  # touched groups whose record a store error held back
         self._records_failing = False  # the latest record written failed (logged once until one is written)
-        for state in runtime.states(NAME):
+        for state in runtime.states(MACHINE):
             self._restore(state)
         runtime.listen(Listener(self._shard_loaded, self._shard_dropping, self._shard_dropped))
         self.offsets_retention_ms = offsets_retention_ms
@@ -160,7 +160,7 @@ class Groups:
     def _shard_loaded(self, number: int) -> None:
         """The cluster moved shard `number` here: resume its groups, whose members keep their
         assignment if their record was written."""
-        state = self.runtime.state_in(NAME, number)
+        state = self.runtime.state_in(MACHINE, number)
         if state is not None:
             self._restore(state)
 
@@ -192,7 +192,7 @@ class Groups:
 
     def membership(self, group_id: str) -> GroupRecord | None:
         """The group's last membership record written, if this node holds its shard."""
-        state: MembershipState | None = self.runtime.state(NAME, group_id)
+        state = self.runtime.state(MACHINE, group_id)
         return None if state is None else state.get(group_id)
 
     # -- membership records
@@ -270,12 +270,12 @@ class Groups:
         ends with it. Await the result to know it is written."""
         state: MembershipState | None
         if isinstance(change, GroupGone):
-            state = self.runtime.state(NAME, change.group_id)
+            state = self.runtime.state(MACHINE, change.group_id)
             if state is None:  # a group never recorded needs no tombstone
                 return None
         else:
-            state = self.runtime.prepared(change.group_id).state(NAME)
-        record = state.change(change, self.runtime.pending(NAME, change.group_id))
+            state = self.runtime.prepared(change.group_id).state(MACHINE)
+        record = state.change(change, self.runtime.pending(MACHINE, change.group_id))
         return None if record is None else self.runtime.submit(record)
 
     # -- membership

@@ -23,10 +23,9 @@ kept as the client sent it, as Kafka does); a producer id is in [0, 2**63).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..coordinator.checks import I32_MAX, I32_MIN, I64_MAX, I64_MIN, check_key, is_int, is_text, require
-from ..coordinator.machine import Kind
+from ..coordinator.machine import Json, Kind
 from ..types import CommittedOffset, TopicPartition
 
 Entries = tuple[tuple[str, int, CommittedOffset], ...]  # (topic, partition, value)
@@ -70,12 +69,12 @@ def _group(record: OffsetRecord) -> str:
     return record.group_id
 
 
-def _entries(offsets: Entries) -> list[list[Any]]:
+def _entries(offsets: Entries) -> list[list[Json]]:
     return [[topic, value.topic_id, partition, value.offset, value.leader_epoch, value.metadata, value.commit_ms]
             for topic, partition, value in offsets]
 
 
-def _parse_entries(entries: Any) -> Entries:
+def _parse_entries(entries: Json) -> Entries:
     parsed = []
     for entry in entries:
         topic, topic_id, partition, offset, leader_epoch, metadata, commit_ms = entry
@@ -83,7 +82,7 @@ def _parse_entries(entries: Any) -> Entries:
     return tuple(parsed)
 
 
-def _key(entry: Any) -> TopicPartition:
+def _key(entry: Json) -> TopicPartition:
     topic, partition = entry
     return TopicPartition(topic, partition)
 

@@ -13,7 +13,7 @@ from ..coordinator.runtime import Runtime
 from ..types import CommittedOffset, TopicPartition
 from . import state as machine
 from .records import OffsetRecord
-from .state import NAME, NewOffsets, OffsetsState
+from .state import MACHINE, NewOffsets, OffsetsState
 
 
 class Offsets:
@@ -57,7 +57,7 @@ class Offsets:
     async def end_txn(self, number: int, producer_id: int, commit: bool) -> None:
         """A transaction marker for shard `number`: end the producer's staged offsets in every
         group of the shard (a producer has one transaction open at a time)."""
-        state: OffsetsState | None = self._runtime.state_in(NAME, number)
+        state = self._runtime.state_in(MACHINE, number)
         if state is None:
             return
         ends = [state.txn_end(group_id, producer_id, commit, self._pending(group_id))
@@ -82,14 +82,13 @@ class Offsets:
         return sum(len(removal.keys) for removal in removals)
 
     def _state(self, group_id: str) -> OffsetsState | None:
-        state: OffsetsState | None = self._runtime.state(NAME, group_id)
-        return state
+        return self._runtime.state(MACHINE, group_id)
 
     def _states(self) -> list[OffsetsState]:
-        return self._runtime.states(NAME)
+        return self._runtime.states(MACHINE)
 
-    def _pending(self, group_id: str) -> list[OffsetRecord]:
-        return self._runtime.pending(NAME, group_id)
+    def _pending(self, group_id: str) -> list[object]:
+        return self._runtime.pending(MACHINE, group_id)
 
     async def _write(self, record: OffsetRecord | None) -> None:
         if record is not None:

@@ -45,7 +45,7 @@ class OffsetsState:
         twin.live_bytes = self.live_bytes
         return twin
 
-    def apply(self, record: OffsetRecord) -> None:
+    def apply(self, record: object) -> None:
         if isinstance(record, Commit):
             for topic, partition, value in record.offsets:
                 self._put(record.group_id, TopicPartition(topic, partition), value)
@@ -57,8 +57,10 @@ class OffsetsState:
                 self._drop(record.group_id, key)
         elif isinstance(record, TxnOffsets):
             self._stage(record)
-        else:
+        elif isinstance(record, TxnOffsetsEnd):
             self._end(record)
+        else:
+            raise TypeError(f"not an offsets record: {record!r}")
 
     def records(self) -> Iterator[OffsetRecord]:
         """Commits of at most COMPACT_BATCH_ENTRIES offsets each, then what transactions staged."""
@@ -89,26 +91,26 @@ class OffsetsState:
     # -- making records (pure)
 
     def txn_end(self, group_id: str, producer_id: int, commit: bool,
-                pending: Sequence[OffsetRecord] = ()) -> TxnOffsetsEnd | None:
+                pending: Sequence[object] = ()) -> TxnOffsetsEnd | None:
         """A marker for the producer's transaction: commit or drop what it staged, if anything."""
         staged = producer_id in self.pending.get(group_id, {}) or any(
             isinstance(record, TxnOffsets) and record.producer_id == producer_id for record in pending)
         return TxnOffsetsEnd(group_id, producer_id, commit) if staged else None
 
-    def delete_group(self, group_id: str, pending: Sequence[OffsetRecord] = ()) -> DeleteGroup | None:
+    def delete_group(self, group_id: str, pending: Sequence[object] = ()) -> DeleteGroup | None:
         """DeleteGroups: forget the group's offsets, if it has (or is about to have) any."""
         committing = any(isinstance(record, Commit) for record in pending)
         return DeleteGroup(group_id) if group_id in self.groups or committing else None
 
     def delete_offsets(self, group_id: str, topic: str, partitions: list[int],
-                       pending: Sequence[OffsetRecord] = ()) -> Remove | None:
+                       pending: Sequence[object] = ()) -> Remove | None:
         """OffsetDelete: forget these partitions' offsets (missing ones are ignored)."""
         present = self.groups.get(group_id, {}).keys() | _committed_keys(pending)
         keys = tuple(dict.fromkeys(key for key in (TopicPartition(topic, p) for p in partitions) if key in present))
         return Remove(group_id, keys) if keys else None
 
     def expired(self, now_ms: int, retention_ms: int, is_empty: Callable[[str], bool],
-                pending_of: Callable[[str], Sequence[OffsetRecord]] = lambda group_id: ()) -> list[Remove]:
+                pending_of: Callable[[str], Sequence[object]] = lambda group_id: ()) -> list[Remove]:
         """Drop offsets committed at least retention_ms ago, in groups with no members.
 
         KIP-211: a group's offsets only expire while it is empty, so an active consumer that
@@ -191,7 +193,7 @@ def txn_offsets(group_id: str, producer_id: int, offsets: NewOffsets) -> TxnOffs
 MACHINE = Machine(NAME, KINDS, OffsetsState)
 
 
-def _committed_keys(records: Iterable[OffsetRecord]) -> set[TopicPartition]:
+def _committed_keys(records: Iterable[object]) -> set[TopicPartition]:
     """The offsets these records commit."""
     return {TopicPartition(topic, partition) for record in records if isinstance(record, Commit)
             for topic, partition, _ in record.offsets}

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ..coordinator.checks import I32_MAX, I64_MAX, check_key, is_int, is_text, require
-from ..coordinator.machine import Kind, Machine
+from ..coordinator.machine import Body, Kind, Machine
 from ..types import TopicPartition
 from .types import EPOCH_MAX, TxnMetadata, TxnState
 
@@ -47,7 +46,9 @@ class TxnsState:
         twin.live_bytes = self.live_bytes
         return twin
 
-    def apply(self, record: TxnRecord) -> None:
+    def apply(self, record: object) -> None:
+        if not isinstance(record, TxnRecord):
+            raise TypeError(f"not a transaction record: {record!r}")
         old = self.by_id.get(record.transactional_id)
         if old is not None:
             self.live_bytes -= old[1]
@@ -67,7 +68,7 @@ class TxnsState:
         return None if entry is None else entry[0]
 
 
-def _fields(record: TxnRecord) -> dict[str, Any]:
+def _fields(record: TxnRecord) -> Body:
     meta = record.meta
     return {"id": meta.transactional_id, "producer_id": meta.producer_id, "epoch": meta.epoch,
             "timeout_ms": meta.timeout_ms, "state": meta.state.value,
@@ -75,7 +76,7 @@ def _fields(record: TxnRecord) -> dict[str, Any]:
             "groups": sorted(meta.groups), "started_ms": meta.started_ms, "updated_ms": meta.updated_ms}
 
 
-def _parse(body: dict[str, Any]) -> TxnRecord:
+def _parse(body: Body) -> TxnRecord:
     partitions = frozenset(TopicPartition(topic, partition) for topic, partition in body["partitions"])
     return TxnRecord(TxnMetadata(
         body["id"], body["producer_id"], body["epoch"], body["timeout_ms"], TxnState(body["state"]), partitions,

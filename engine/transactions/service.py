@@ -48,7 +48,7 @@ from ..partitions import Partitions
 from ..producer_ids import ProducerIds
 from ..types import TopicPartition
 from .coordinator import TransactionCoordinator
-from .records import NAME, TxnRecord, TxnsState
+from .records import MACHINE, TxnRecord
 from .types import Markers, Outcome, TxnError, TxnMetadata, TxnState
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class Transactions:
         self._producer_ids = producer_ids
         self._now_ms = now_ms
         self.coordinator = TransactionCoordinator()
-        for state in runtime.states(NAME):
+        for state in runtime.states(MACHINE):
             self.coordinator.replay(state.all())
         self._marking: dict[tuple[str, int], asyncio.Task[None]] = {}  # (id, epoch) -> its marker task
         self._timer: asyncio.Task[None] | None = None
@@ -144,7 +144,7 @@ class Transactions:
             self._marking.pop(key).cancel()
 
     def _ids_in(self, number: int) -> list[TxnMetadata]:
-        state: TxnsState | None = self._runtime.state_in(NAME, number)
+        state = self._runtime.state_in(MACHINE, number)
         return [] if state is None else state.all()
 
     def describe(self, transactional_id: str) -> TxnMetadata | None:
@@ -211,7 +211,7 @@ class Transactions:
 
     def _reload(self, transactional_id: str) -> None:
         """The coordinator moved on but its log did not: take the id back to what the log holds."""
-        state: TxnsState | None = self._runtime.state(NAME, transactional_id)
+        state = self._runtime.state(MACHINE, transactional_id)
         applied = None if state is None else state.get(transactional_id)
         if applied is None:
             self.coordinator.forget({transactional_id})

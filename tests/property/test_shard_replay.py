@@ -61,11 +61,11 @@ class ShardMachine(RuleBasedStateMachine):
 
     @property
     def offsets_state(self) -> offsets.OffsetsState:
-        return self.shard.state(offsets.NAME)
+        return self.shard.state(offsets.MACHINE)
 
     @property
     def membership_state(self) -> membership.MembershipState:
-        return self.shard.state(membership.NAME)
+        return self.shard.state(membership.MACHINE)
 
     @rule(group=groups, generation=st.integers(0, 9), chosen=members)
     def record_membership(self, group, generation, chosen):

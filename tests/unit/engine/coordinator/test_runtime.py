@@ -136,8 +136,8 @@ def test_only_owned_shards_are_opened() -> None:
     assert offsets.groups() == [mine]
     assert offsets.fetch(theirs, "t", 0, "id-t") is None
     assert partial.holds(shard_of(mine, 4)) and not partial.holds(shard_of(theirs, 4))
-    assert partial.state(offsets_machine.NAME, theirs) is None
-    assert partial.state_in(offsets_machine.NAME, shard_of(theirs, 4)) is None
+    assert partial.state(offsets_machine.MACHINE, theirs) is None
+    assert partial.state_in(offsets_machine.MACHINE, shard_of(theirs, 4)) is None
     close(partial)
 
 
@@ -158,19 +158,19 @@ def test_records_are_routed_by_their_key_to_its_shard_and_machine() -> None:
 
     number = runtime.shard_of("x")
     assert number == shard_of("x", 8) and runtime.holds(number)
-    assert runtime.state(membership.NAME, "x").get("x") == group
-    assert runtime.state_in(membership.NAME, number).get("x") == group
-    assert runtime.state(transactions.NAME, "x").get("x") == txn("x")
-    assert runtime.state(transactions.NAME, "x").get(other) is None  # in its own shard
-    assert runtime.state(transactions.NAME, other).get(other) == txn(other)
-    assert runtime.state(offsets_machine.NAME, "x").groups == {"x": {("t", 0): offset(1)}}
-    assert sorted(meta.transactional_id for state in runtime.states(transactions.NAME)
+    assert runtime.state(membership.MACHINE, "x").get("x") == group
+    assert runtime.state_in(membership.MACHINE, number).get("x") == group
+    assert runtime.state(transactions.MACHINE, "x").get("x") == txn("x")
+    assert runtime.state(transactions.MACHINE, "x").get(other) is None  # in its own shard
+    assert runtime.state(transactions.MACHINE, other).get(other) == txn(other)
+    assert runtime.state(offsets_machine.MACHINE, "x").groups == {"x": {("t", 0): offset(1)}}
+    assert sorted(meta.transactional_id for state in runtime.states(transactions.MACHINE)
                   for meta in state.all()) == sorted(["x", other])
-    assert len(runtime.states(offsets_machine.NAME)) == 2  # one per shard open here
+    assert len(runtime.states(offsets_machine.MACHINE)) == 2  # one per shard open here
     close(runtime)
     reopened = open_runtime(store, count=8)
-    assert reopened.state(membership.NAME, "x").get("x") == group
-    assert reopened.state(transactions.NAME, other).get(other) == txn(other)
+    assert reopened.state(membership.MACHINE, "x").get("x") == group
+    assert reopened.state(transactions.MACHINE, other).get(other) == txn(other)
     close(reopened)
 
 
@@ -273,7 +273,7 @@ def test_a_dropped_shard_is_written_and_closed_and_its_listeners_told_in_turn() 
         await runtime.drop(number)
         assert not runtime.holds(number)
         assert len(written) == 1 and written[0].done() and written[0].exception() is None
-        assert runtime.state(offsets_machine.NAME, "g") is None
+        assert runtime.state(offsets_machine.MACHINE, "g") is None
         await runtime.drop(number)  # not held: nobody is told
         await runtime.drop((number + 1) % 4)
         await runtime.load(number)  # handed back: replayed from the log the drop closed
@@ -330,12 +330,12 @@ def test_memberships_and_transactional_ids_of_the_single_log_are_migrated_too() 
     runtime = open_runtime(store, count=4)
     assert not store.exists(LEGACY_PATH)
     for record in groups:
-        assert runtime.state(membership.NAME, record.group_id).get(record.group_id) == record
+        assert runtime.state(membership.MACHINE, record.group_id).get(record.group_id) == record
     for n in range(6):
-        assert runtime.state(transactions.NAME, f"tx{n}").get(f"tx{n}") == txn(f"tx{n}")
+        assert runtime.state(transactions.MACHINE, f"tx{n}").get(f"tx{n}") == txn(f"tx{n}")
     close(runtime)
     reopened = open_runtime(store, count=4)
-    assert sorted(record.group_id for state in reopened.states(membership.NAME)
+    assert sorted(record.group_id for state in reopened.states(membership.MACHINE)
                   for record in state.records()) == [f"g{n}" for n in range(6)]
     close(reopened)
 
@@ -403,18 +403,18 @@ def test_a_machine_registered_beside_the_engines_shares_their_shards_without_tou
         await runtime.submit(Tally("g", 3))
         await Offsets(runtime).commit("g", [("t", "id-t", 0, offset(9))])
     asyncio.run(write())
-    assert runtime.state("tally", "g").totals == {"g": 5}
+    assert runtime.state(TALLY, "g").totals == {"g": 5}
     number = runtime.shard_of("g")
     close(runtime)
 
     again = open_runtime(store, count=3, machines=(*MACHINES, TALLY))  # replayed, offsets beside it
-    assert again.state("tally", "g").totals == {"g": 5}
+    assert again.state(TALLY, "g").totals == {"g": 5}
     assert Offsets(again).fetch("g", "t", 0, "id-t") == offset(9)
     shard = again.prepared("g")
     shard.compact()  # the tally is written back out by its own machine
     close(again)
     compacted = Shard.open(store, f"{SHARDS_DIR}/{number}", lambda: 0, Registry((*MACHINES, TALLY)))
-    assert compacted.state("tally").totals == {"g": 5} and compacted.state("offsets").groups["g"]
+    assert compacted.state(TALLY).totals == {"g": 5} and compacted.state(offsets_machine.MACHINE).groups["g"]
     compacted.close()
     with pytest.raises(CorruptBatch):  # the engine's own runtime does not know the kind
         open_runtime(store, count=3)

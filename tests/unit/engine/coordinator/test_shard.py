@@ -51,7 +51,7 @@ def commit(shard, group, topic, partition, offset, topic_id="id-1", commit_ms=1_
 
 
 def offsets_of(shard):
-    return shard.state(offsets_state.NAME)
+    return shard.state(offsets_state.MACHINE)
 
 
 def snapshot(shard):
@@ -61,8 +61,8 @@ def snapshot(shard):
         "offsets": {group: dict(entries) for group, entries in offsets.groups.items()},
         "staged": {group: {producer: dict(entries) for producer, entries in by_producer.items()}
                    for group, by_producer in offsets.pending.items()},
-        "membership": dict(shard.state(membership.NAME).by_group),
-        "transactions": dict(shard.state(transactions.NAME).by_id),
+        "membership": dict(shard.state(membership.MACHINE).by_group),
+        "transactions": dict(shard.state(transactions.MACHINE).by_id),
     }
 
 
@@ -96,7 +96,7 @@ def filled(store, segment_bytes=SEGMENT_BYTES):
     shard.write(offsets_of(shard).delete_offsets("g0", "t0", [0]))
     shard.write(offsets_of(shard).delete_group("g2"))
     shard.write(offsets_state.txn_offsets("g1", 7, [("t9", "id-9", 0, value(5, topic_id="id-9"))]))
-    members = shard.state(membership.NAME)
+    members = shard.state(membership.MACHINE)
     for group in ("g0", "g1", "g2"):
         shard.write(members.change(ClassicGroupRecord(group, 1, "consumer", "range", "m-1", (MEMBER,))))
     shard.write(members.change(ClassicGroupRecord("g0", 2, "consumer", "range", None, ())))
@@ -113,8 +113,8 @@ def test_a_new_shard_is_empty_and_its_states_are_the_machines(store):
     shard = open_shard(store)
     assert snapshot(shard) == {"offsets": {}, "staged": {}, "membership": {}, "transactions": {}}
     assert isinstance(offsets_of(shard), offsets_state.OffsetsState)
-    assert shard.state(membership.NAME).live_bytes == 0
-    assert reopened(store, shard).state(transactions.NAME).all() == []
+    assert shard.state(membership.MACHINE).live_bytes == 0
+    assert reopened(store, shard).state(transactions.MACHINE).all() == []
 
 
 def test_an_unopened_shard_makes_no_store_call_and_creates_its_log_at_the_first_write():

@@ -18,7 +18,7 @@ from martlet.engine.coordinator.writer import ShardWriter
 from martlet.engine.groups import records as membership
 from martlet.engine.groups.membership import ClassicGroupRecord, GroupGone
 from martlet.engine.offsets.records import Commit, Remove
-from martlet.engine.offsets.state import NAME, OffsetsState
+from martlet.engine.offsets.state import MACHINE, NAME, OffsetsState
 from martlet.engine.service import MACHINES
 from martlet.engine.store import MemoryStore
 from martlet.engine.store.memory import MemoryAppendFile
@@ -49,7 +49,7 @@ def reopen(store: MemoryStore, path: str = PATH) -> Shard:
 
 
 def offsets_of(shard: Shard) -> OffsetsState:
-    state: OffsetsState = shard.state(NAME)
+    state: OffsetsState = shard.state(MACHINE)
     return state
 
 
@@ -120,7 +120,7 @@ def test_pending_records_are_kept_by_machine_and_key(gate: Gate) -> None:
         gate.let_through(None, None, None)
         await asyncio.gather(*writes)
         assert writer.pending(NAME, "g") == writer.pending(membership.NAME, "g") == []
-        assert shard.state(membership.NAME).get("g") == record
+        assert shard.state(membership.MACHINE).get("g") == record
         await writer.close([shard])
 
     asyncio.run(scenario())
@@ -282,7 +282,7 @@ def test_expiry_leaves_an_offset_with_a_commit_in_flight() -> None:
 
 def test_a_membership_record_is_compared_with_the_last_one_queued() -> None:
     shard = new_shard(MemoryStore())
-    memberships: membership.MembershipState = shard.state(membership.NAME)
+    memberships: membership.MembershipState = shard.state(membership.MACHINE)
     older = ClassicGroupRecord("g", 1, "consumer", "range", None, ())
     newer = ClassicGroupRecord("g", 2, "consumer", "range", None, ())
     shard.apply(older)

@@ -29,7 +29,7 @@ def open_shard(store, segment_bytes=SEGMENT_BYTES):
 
 
 def offsets_of(shard) -> OffsetsState:
-    return shard.state(NAME)
+    return shard.state(MACHINE)
 
 
 def value(offset, commit_ms=1_000, topic_id="id-1", metadata=None, leader_epoch=-1):

@@ -44,11 +44,11 @@ def open_shard(store):
 
 
 def offsets(shard) -> OffsetsState:
-    return shard.state(offsets_machine.NAME)
+    return shard.state(offsets_machine.MACHINE)
 
 
 def txns(shard) -> TxnsState:
-    return shard.state(transactions.NAME)
+    return shard.state(transactions.MACHINE)
 
 
 def value(offset):
