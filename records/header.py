@@ -124,6 +124,12 @@ def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     return BatchHeader._make(_HEADER.unpack_from(buf, pos))
 
 
+def header_fields(buf: Buffer, pos: int = 0) -> tuple[int, ...]:
+    """The header's fields in BatchHeader's order as a plain tuple, for a comparison that needs
+    no BatchHeader (the caller knows 61 bytes are there)."""
+    return _HEADER.unpack_from(buf, pos)
+
+
 def peek_size(buf: Buffer, pos: int = 0) -> int:
     """Total bytes of the batch at `pos`, from its length field alone (needs 12 bytes)."""
     if len(buf) - pos < LENGTH_FIELD_END:

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from concurrent.futures import Future, wait
 
-from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, Buffer, parse_header, set_base_offset
+from ...records.header import HEADER_BYTES, MAGIC, BatchHeader, Buffer, header_fields, parse_header, set_base_offset
 from ..errors import CorruptBatch, OffsetOutOfRange
 from ..store import Store, join
 from ..store.atomic import write_atomically
@@ -434,13 +434,13 @@ def check_handed(batch: bytearray, header: BatchHeader) -> None:
     a CRC; recovery and consumers check it on the way back from the store."""
     if len(batch) != header.size or header.size < HEADER_BYTES:
         raise CorruptBatch(f"{len(batch)} batch bytes handed with a header of a {header.size}-byte batch")
-    if not _same_content(parse_header(batch), header):
+    if not _same_content(header_fields(batch), header):
         raise CorruptBatch("batch bytes do not match the header given with them")
     if header.magic != MAGIC or header.last_offset_delta < 0:
         raise CorruptBatch(f"not a storable batch: {header}")
 
 
-def _same_content(a: BatchHeader, b: BatchHeader) -> bool:
+def _same_content(a: tuple[int, ...], b: BatchHeader) -> bool:
     """Equal apart from base offset and leader epoch, which callers may patch into the bytes
     after parsing (both lie outside the CRC)."""
     return a[1] == b[1] and a[3:] == b[3:]  # batch_length, then magic onwards (no copies made by _replace)

@@ -183,7 +183,7 @@ class Partition:
         check_handed(batch, header)
         marker = end_marker(batch, header)
         self.producers.check(header, marker)
-        header = header._replace(base_offset=self.tail.end, leader_epoch=self.session)
+        header = BatchHeader(self.tail.end, header[1], self.session, *header[3:])  # _replace's kwargs cost 2 µs
         set_base_offset(batch, header.base_offset)
         set_leader_epoch(batch, self.session)
         completed = self.producers.update(header, marker)
