@@ -150,7 +150,7 @@ def test_the_internal_topics_show_as_kafkas(both_module: Both, topic: str, inter
     answers = both_module.ask(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
                                              "include_topic_authorized_operations": False})
     listed = [next(shape(t) for t in answer.topics if t.name == internal) for answer in answers]
-    for entry in listed:  # Martlet has a partition per offsets shard (50), the reference fixture sets 1
+    for entry in listed:  # Martlet has a partition per coordinator shard (50), the reference fixture sets 1
         assert entry["partitions"][0] == {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 0,
                                           "replica_nodes": [1], "isr_nodes": [1], "offline_replicas": []}
         entry["partitions"] = entry["partitions"][:1]

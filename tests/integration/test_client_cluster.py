@@ -92,7 +92,7 @@ def read_along(bootstrap: str, topic: str, seen: list[Message], done: threading.
 
 
 def test_a_native_group_on_a_cluster_splits_hands_over_and_resumes(two_brokers: LocalCluster) -> None:
-    """Group members on two brokers (the coordinator, an offsets shard's owner, on either;
+    """Group members on two brokers (the coordinator, a coordinator shard's owner, on either;
     the admin places the 50 shards on both): they share the topic, one hands its partitions over by
     closing (committing), and a later member resumes from the commits: nothing twice, nothing lost."""
     bootstrap, topic, group = two_brokers.bootstrap, "native-group-cluster", "native-cluster-group"

@@ -116,7 +116,7 @@ def test_a_transaction_open_at_a_kill_9_is_aborted_at_its_timeout(martlet_proces
 
 
 def test_a_transaction_across_the_brokers_of_a_cluster(local_cluster: Any) -> None:
-    """Partitions and the group's offsets shard on other brokers than the transaction's
+    """Partitions and the group's coordinator shard on other brokers than the transaction's
     coordinator: its markers travel as WriteTxnMarkers, and read_committed sees the outcome."""
     from martlet.compat.bench.failover import all_led, wait_for
 

@@ -129,7 +129,7 @@ class Flow:
         - transaction_start_time, and a producer's last_timestamp once a marker (stamped by the
           coordinator) is its last write: the broker's clock, compared as set (> 0) or not;
         - the partition of __consumer_offsets a transaction holds: Kafka's reference runs
-          with offsets.topic.num.partitions=1, Martlet has its own offsets shards (a group
+          with offsets.topic.num.partitions=1, Martlet has its own coordinator shards (a group
           lives in the shard its id hashes to), so the index differs by design;
         - ListTransactions narrowed to this flow's ids (the reference broker serves other
           tests), and lists Kafka answers in its hash maps' order (AddPartitionsToTxn's

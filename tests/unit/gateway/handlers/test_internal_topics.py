@@ -1,5 +1,5 @@
 """__consumer_offsets and __transaction_state as Kafka shows them (gateway/internal_topics.py): listed as internal, one
-partition per offsets shard; what would need Kafka's records is refused with a clear error,
+partition per coordinator shard; what would need Kafka's records is refused with a clear error,
 and no request creates, deletes, grows or reconfigures it."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The transaction admin views through the dispatcher: ListTransactions with each filter,
 DescribeTransactions of known, unknown and elsewhere-coordinated ids, DescribeProducers of
 a partition with an idempotent producer and an open transaction, and of `__consumer_offsets`
-partitions (offsets shards)."""
+partitions (coordinator shards)."""
 
 from __future__ import annotations
 
