@@ -58,7 +58,7 @@ class Dispatcher:
         try:
             answer = handled = await api.handler(self.ctx, header, body)
         finally:
-            self.stats.handled(peeked.api_key, time.perf_counter() - started, handled)
+            self.stats.handled(peeked.api_key, peeked.api_version, time.perf_counter() - started, handled)
         if answer is None:
             return None
         if api.codec is not None and api.codec.encode is not None:
