@@ -22,3 +22,6 @@ class CommittedOffset:
     metadata: str | None
     commit_ms: int
     topic_id: str  # the topic's uuid (hex str) at commit time
+
+
+NewOffsets = list[tuple[str, str, int, CommittedOffset]]  # a commit request's (topic, topic_id, partition, value)

@@ -66,8 +66,8 @@ class Registry:
             body = json.loads(payload)
             require(isinstance(body, dict) and body.get("v") == FORMAT_VERSION, "not a version 1 record")
             kind = self._by_name.get(body["type"])
-            require(kind is not None, f"unknown record type {body['type']!r}")
-            assert kind is not None
+            if kind is None:
+                raise ValueError(f"unknown record type {body['type']!r}")
             record: object = kind.parse(body)
             kind.check(record)
         except (ValueError, TypeError, KeyError, RecursionError) as error:  # UnicodeError is a ValueError

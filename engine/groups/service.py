@@ -53,7 +53,7 @@ from typing import Any, Protocol
 
 from ..coordinator.runtime import Listener, Runtime
 from ..ids import Ids, RandomIds
-from ..types import CommittedOffset, TopicPartition
+from ..types import CommittedOffset, NewOffsets, TopicPartition
 from .classic import ClassicCoordinator, GroupLimits
 from .consumer import ConsumerCoordinator, ConsumerGroupLimits
 from .membership import ClassicGroupRecord, GroupGone, GroupRecord, MembershipChange
@@ -103,9 +103,6 @@ class MemberIds:
     def drawn_from(cls, ids: Ids) -> MemberIds:
         """A classic member's id is "<client id>-<uuid>", a KIP-848 member's a bare uuid."""
         return cls(lambda prefix: f"{prefix}-{ids.uuid()}", lambda: str(ids.uuid()))
-
-
-NewOffsets = list[tuple[str, str, int, CommittedOffset]]  # (topic, topic_id, partition, value)
 
 
 class GroupOffsets(Protocol):
@@ -420,11 +417,11 @@ class Groups:
             return GroupError.NOT_COORDINATOR
         return self.consumer.validate_fetch(group_id, member_id, member_epoch)
 
-    async def commit(self, group_id: str, offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
+    async def commit(self, group_id: str, offsets: NewOffsets) -> None:
         await self.offsets.commit(group_id, offsets)
 
     async def commit_in_txn(self, group_id: str, producer_id: int,
-                            offsets: list[tuple[str, str, int, CommittedOffset]]) -> None:
+                            offsets: NewOffsets) -> None:
         """TxnOffsetCommit: stage offsets in the producer's transaction (applied by its commit)."""
         await self.offsets.commit_in_txn(group_id, producer_id, offsets)
 

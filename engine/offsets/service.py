@@ -10,10 +10,10 @@ import asyncio
 from collections.abc import Callable
 
 from ..coordinator.runtime import Runtime
-from ..types import CommittedOffset, TopicPartition
+from ..types import CommittedOffset, NewOffsets, TopicPartition
 from . import state as machine
 from .records import OffsetRecord
-from .state import MACHINE, NewOffsets, OffsetsState
+from .state import MACHINE, OffsetsState
 
 
 class Offsets:

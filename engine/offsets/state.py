@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from ..coordinator.machine import Machine
-from ..types import CommittedOffset, TopicPartition
+from ..types import CommittedOffset, NewOffsets, TopicPartition
 from .records import KINDS, Commit, DeleteGroup, OffsetRecord, Remove, TxnOffsets, TxnOffsetsEnd
 
 NAME = "offsets"
@@ -28,7 +28,6 @@ ENTRY_OVERHEAD_BYTES = 80
 GROUP_OVERHEAD_BYTES = 128
 
 Offsets = dict[TopicPartition, CommittedOffset]
-NewOffsets = list[tuple[str, str, int, CommittedOffset]]  # (topic, topic_id, partition, value)
 
 
 class OffsetsState:
