@@ -44,10 +44,11 @@ from ...protocol.answers import (
 )
 from ...protocol.apis import ApiKey
 from ...protocol.codec import RequestHeader
+from ...protocol.metadata_wire import encode_metadata_response
 from ..context import Context
 from ..internal_topics import INTERNAL_CONFIGS, internal_by_id, internal_topic_id, is_internal
 from ..mapping import error_code
-from .api import handles
+from .api import Codec, handles
 
 UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
 NO_OPERATIONS = -2147483648
@@ -179,7 +180,7 @@ async def _one(ctx: Context, name: str | None, auto_create: bool) -> MetadataTop
     return describe_topic(ctx, topic)
 
 
-@handles(ApiKey.METADATA, 0, 13)
+@handles(ApiKey.METADATA, 0, 13, Codec(encode=encode_metadata_response))
 async def metadata(ctx: Context, header: RequestHeader, request: MetadataRequest) -> MetadataAnswer:
     if request.topics is None or (header.api_version == 0 and not request.topics):
         replicas = Replicas(ctx.cluster.alive())
