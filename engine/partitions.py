@@ -20,7 +20,7 @@ import enum
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from ..records.decode import record_times
 from ..records.header import BatchHeader, Buffer, record_count
@@ -57,8 +57,7 @@ class PartitionInfo:
     unpersisted_bytes: int = 0  # taken in, not yet on the store (memory only)
 
 
-@dataclass(frozen=True, slots=True)
-class Fetched:
+class Fetched(NamedTuple):  # a tuple, as Appended
     """One partition's part of a fetch: the records and the offsets they were read under."""
 
     records: Buffer
@@ -68,8 +67,7 @@ class Fetched:
     aborted: list[tuple[int, int]]  # read-committed: (producer id, first offset) to skip; else empty
 
 
-@dataclass(frozen=True, slots=True)
-class Appended:
+class Appended(NamedTuple):  # a tuple: a frozen dataclass sets each field through object.__setattr__
     base_offset: int
     start_offset: int
     must_persist: bool  # the answer waits until C covers base_offset (see the module header)

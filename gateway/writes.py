@@ -11,7 +11,7 @@ mapping.py `refusal_code`). Authorization and quotas belong here too, when they 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..engine.api import Topic, TopicPartition
 from ..records.build import recompress
@@ -43,8 +43,7 @@ class Refused(Exception):
         self.records = records or []
 
 
-@dataclass(frozen=True, slots=True)
-class Checked:
+class Checked(NamedTuple):  # a tuple: a frozen dataclass sets each field through object.__setattr__
     batch: bytearray
     header: BatchHeader
     append_time: int  # the LogAppendTime stamped, or -1 (CreateTime topics)

@@ -84,6 +84,10 @@ class _Reader:
         return values
 
     def uvarint(self) -> int:
+        byte = self.view[self.pos]
+        if byte < 0x80:  # the usual case: one byte
+            self.pos += 1
+            return byte
         result = shift = 0
         while True:
             byte = self.view[self.pos]

@@ -50,14 +50,17 @@ class LocalAppendFile:
             try:
                 if self._fd is None:
                     self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
-                view = memoryview(data)
-                while view:
-                    written = os.write(self._fd, view)  # may be partial on large writes
-                    view = view[written:]
-                    self._size += written
+                written = os.write(self._fd, data)
+                self._size += written
+                if written < len(data):  # a partial write (large writes may be)
+                    view = memoryview(data)[written:]
+                    while view:
+                        written = os.write(self._fd, view)
+                        view = view[written:]
+                        self._size += written
             finally:
                 self._after_call()
-        if not self._closed:
+        if not self._closed and KEPT_OPEN.last is not self:
             KEPT_OPEN.written(self)
 
     def sync(self) -> None:
@@ -111,18 +114,22 @@ class _KeptOpen:
         self.limit = limit
         self._lock = threading.Lock()
         self._files: collections.OrderedDict[LocalAppendFile, None] = collections.OrderedDict()
+        self.last: LocalAppendFile | None = None  # the most recently written: writing it again changes nothing
 
     def written(self, file: LocalAppendFile) -> None:
         with self._lock:
             self._files[file] = None
             self._files.move_to_end(file)
             over = [self._files.popitem(last=False)[0] for _ in range(len(self._files) - self.limit)]
+            self.last = file if file not in over else None
         for victim in over:  # outside the lock: letting go takes the victim's own
             victim.let_go()
 
     def forget(self, file: LocalAppendFile) -> None:
         with self._lock:
             self._files.pop(file, None)
+            if self.last is file:
+                self.last = None
 
     def __len__(self) -> int:
         return len(self._files)

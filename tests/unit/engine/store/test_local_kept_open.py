@@ -67,3 +67,14 @@ def test_letting_go_during_a_write_closes_the_descriptor_when_the_write_returns(
     assert not done.is_alive() and file._fd is None
     assert (tmp_path / "f").read_bytes() == b"ab"
     file.close()
+
+
+def test_a_partial_write_is_carried_on_until_every_byte_is_written(tmp_path, monkeypatch):
+    store = LocalStore(str(tmp_path))
+    file = store.open_append("f")
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:3])))  # 3 bytes a call at most
+    file.write(b"0123456789")
+    monkeypatch.setattr(os, "write", real_write)
+    assert file.size == 10 and (tmp_path / "f").read_bytes() == b"0123456789"
+    file.close()
