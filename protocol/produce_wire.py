@@ -39,6 +39,10 @@ I32 = struct.Struct(">i")
 HEADER_FIXED = struct.Struct(">hhi")
 ACKS_TIMEOUT = struct.Struct(">hi")
 PARTITION_ANSWER = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time
+PARTITION_ANSWER_V5 = struct.Struct(">ihqqq")  # ... and log_start_offset (v5+)
+# v8+, after log_start_offset, for a partition answered without record errors, message or leader:
+PLAIN_KEYS = 5  # index, error_code, base_offset, log_append_time, log_start_offset: an answer with no other
+PLAIN_END = {False: I32.pack(0) + I16.pack(-1), True: bytes((1, 0, 0))}  # [] errors, null message (, no tags)
 I64 = struct.Struct(">q")
 
 
@@ -128,6 +132,9 @@ class _Reader:
     def tags(self) -> None:
         """Skip a tagged-field section (Produce requests define no tags we read)."""
         if self.flexible:
+            if self.view[self.pos] == 0:  # the usual case: none
+                self.pos += 1
+                return
             for _ in range(self.uvarint()):
                 self.uvarint()  # tag
                 self.take(self.uvarint())
@@ -176,21 +183,12 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
         partitions = topic["partition_responses"]
         length(out, len(partitions), flexible)
         for p in partitions:
-            append_time = max(p["log_append_time"], -1)  # -1: none (what kio writes for any negative)
-            out += PARTITION_ANSWER.pack(p["index"], int(p["error_code"]), p["base_offset"], append_time)
-            if version >= 5:
-                out += I64.pack(p["log_start_offset"])
-            if version >= 8:
-                record_errors = p.get("record_errors", ())  # the records that made a batch refused
-                length(out, len(record_errors), flexible)
-                for record_error in record_errors:
-                    out += I32.pack(record_error["batch_index"])
-                    string(out, record_error.get("batch_index_error_message"), flexible)
-                    if flexible:
-                        out.append(0)
-                string(out, p.get("error_message"), flexible)
-            if flexible:
-                leader_tag(out, 0, p.get("current_leader") if version >= CURRENT_LEADER_FROM else None)
+            if version >= 8 and len(p) == PLAIN_KEYS:  # the usual answer: no errors, message or leader
+                out += PARTITION_ANSWER_V5.pack(p["index"], int(p["error_code"]), p["base_offset"],
+                                                max(p["log_append_time"], -1), p["log_start_offset"])
+                out += PLAIN_END[flexible]
+            else:
+                _partition(out, p, version, flexible)
         if flexible:
             out.append(0)
     out += I32.pack(answer.get("throttle_time", 0))
@@ -198,6 +196,24 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
         node_endpoints_tag(out, answer.get("node_endpoints") if version >= CURRENT_LEADER_FROM else None)
     I32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
+
+
+def _partition(out: bytearray, p: Mapping[str, Any], version: int, flexible: bool) -> None:
+    append_time = max(p["log_append_time"], -1)  # -1: none (what kio writes for any negative)
+    out += PARTITION_ANSWER.pack(p["index"], int(p["error_code"]), p["base_offset"], append_time)
+    if version >= 5:
+        out += I64.pack(p["log_start_offset"])
+    if version >= 8:
+        record_errors = p.get("record_errors", ())  # the records that made a batch refused
+        length(out, len(record_errors), flexible)
+        for record_error in record_errors:
+            out += I32.pack(record_error["batch_index"])
+            string(out, record_error.get("batch_index_error_message"), flexible)
+            if flexible:
+                out.append(0)
+        string(out, p.get("error_message"), flexible)
+    if flexible:
+        leader_tag(out, 0, p.get("current_leader") if version >= CURRENT_LEADER_FROM else None)
 
 
 def topic_key(out: bytearray, name: str, topic_id: uuid.UUID | None, flexible: bool) -> None:
