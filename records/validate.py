@@ -28,9 +28,10 @@ def validate_produced(records: bytes | memoryview | None, max_batch_bytes: int) 
 def _check_shape(header: BatchHeader, size: int, max_batch_bytes: int) -> None:
     if header.magic != MAGIC:
         raise InvalidBatch(Reason.NOT_V2, f"magic {header.magic} is not 2")
-    if header.size > size:
+    stated = header.size
+    if stated > size:
         raise InvalidBatch(Reason.TRUNCATED, "record batch is truncated")
-    if header.size < size:
+    if stated < size:
         raise InvalidBatch(Reason.NOT_ONE_BATCH, "a partition's record set must hold exactly one batch")
     if size > max_batch_bytes:
         raise InvalidBatch(Reason.TOO_LARGE, f"batch of {size} bytes exceeds max.message.bytes {max_batch_bytes}")

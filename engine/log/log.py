@@ -432,8 +432,9 @@ def check_handed(batch: bytearray, header: BatchHeader) -> None:
     takes an offset. The CRC is not computed again: a produced batch passed
     martlet.records.validate (its one CRC pass) and the engine's own batches are built with
     a CRC; recovery and consumers check it on the way back from the store."""
-    if len(batch) != header.size or header.size < HEADER_BYTES:
-        raise CorruptBatch(f"{len(batch)} batch bytes handed with a header of a {header.size}-byte batch")
+    size = header.size
+    if len(batch) != size or size < HEADER_BYTES:
+        raise CorruptBatch(f"{len(batch)} batch bytes handed with a header of a {size}-byte batch")
     if not _same_content(header_fields(batch), header):
         raise CorruptBatch("batch bytes do not match the header given with them")
     if header.magic != MAGIC or header.last_offset_delta < 0:

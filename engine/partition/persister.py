@@ -99,7 +99,7 @@ class Persister:
         self._publish_timer: Timer | None = None
         self._publishing = 0  # publish jobs of the running sweep
         self._progress: list[asyncio.Future[None]] = []  # drain waits for the next job to end
-        self._inline_paused_until = 0.0  # clock.monotonic(): inline flushes resume then
+        self._inline_paused_until = 0.0  # clock.monotonic(): inline flushes resume then (0: not paused)
 
     def schedule(self, partition: Partition) -> None:
         """Event loop, after an append: make sure a flush for `partition` is coming."""
@@ -150,7 +150,12 @@ class Persister:
     def _inline_now(self) -> bool:
         """Flushes that need no sync run on the loop on a local store, unless one lately took
         longer than INLINE_SLOW_S (a disk under pressure): then the workers take them."""
-        return self.inline and self.clock.monotonic() >= self._inline_paused_until
+        if not self._inline_paused_until:
+            return self.inline
+        if self.clock.monotonic() < self._inline_paused_until:
+            return False
+        self._inline_paused_until = 0.0
+        return self.inline
 
     def _flush_inline(self, items: list[Unpersisted]) -> None:
         started = self.clock.monotonic()
