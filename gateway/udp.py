@@ -61,7 +61,7 @@ from ..records.validate import validate_produced
 from .context import Context
 from .internal_topics import is_internal
 from .topic_configs import compression_of
-from .writes import Refused, within_rules
+from .writes import Refused, rules_of, within_rules
 
 logger = logging.getLogger(__name__)
 
@@ -333,7 +333,7 @@ class UdpListener:
         if tp in self._pending:
             self._flush(tp)  # the text records that came first go first
         try:  # the checks Produce runs (gateway/writes.py)
-            written = within_rules(topic, tp, datagram.batch, datagram.header, self.ctx.clock.now_ms())
+            written = within_rules(rules_of(topic), tp, datagram.batch, datagram.header, self.ctx.clock.now_ms())
         except (Refused, InvalidBatch) as why:  # InvalidBatch also: compressed records that do not decode
             self._malformed(source, str(why))
             return

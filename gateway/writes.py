@@ -49,32 +49,63 @@ class Checked(NamedTuple):  # a tuple: a frozen dataclass sets each field throug
     append_time: int  # the LogAppendTime stamped, or -1 (CreateTime topics)
 
 
+class Rules(NamedTuple):
+    """What the checks ask of a topic's configs, worked out once per config (`rules_of`)."""
+
+    max_batch_bytes: int  # max.message.bytes
+    decompressed_limit: int | None  # max.decompressed.message.bytes; None: the default, no limit
+    append_time: bool  # message.timestamp.type LogAppendTime
+    window: tuple[int, int]  # message.timestamp.before/after.max.ms
+    compacted: bool
+    compression: tuple[int, int | None] | None  # compression.type's codec and level; None: as produced
+
+
+_RULES: dict[int, tuple[object, Rules]] = {}  # id of a topic config -> (that config, its rules)
+RULES_KEPT = 4096  # configs whose rules are kept; a config changed makes a new one
+
+
+def rules_of(topic: Topic) -> Rules:
+    """The topic's rules; worked out again only for a config not seen before (every
+    produced batch asks, and reading four configs cost a produce request 1 us)."""
+    config = topic.config
+    found = _RULES.get(id(config))
+    if found is not None and found[0] is config:
+        return found[1]
+    if len(_RULES) >= RULES_KEPT:
+        _RULES.clear()
+    rules = Rules(config.max_batch_bytes, decompressed_limit(topic), config.timestamp_type == "append",
+                  timestamp_window(topic), config.compacted, compression_of(topic))
+    _RULES[id(config)] = (config, rules)
+    return rules
+
+
 def checked(topic: Topic, tp: TopicPartition, records: bytes | memoryview | None, now_ms: int) -> Checked:
     """A produced batch, validated and checked against its topic, ready to append."""
-    batch, header = validate_produced(records, topic.config.max_batch_bytes)
-    return within_rules(topic, tp, batch, header, now_ms)
+    rules = rules_of(topic)
+    batch, header = validate_produced(records, rules.max_batch_bytes)
+    return within_rules(rules, tp, batch, header, now_ms)
 
 
-def within_rules(topic: Topic, tp: TopicPartition, batch: bytearray, header: BatchHeader, now_ms: int) -> Checked:
+def within_rules(rules: Rules, tp: TopicPartition, batch: bytearray, header: BatchHeader, now_ms: int) -> Checked:
     """A well-formed batch checked against its topic's configs: max.message.bytes,
     max.decompressed.message.bytes, the timestamp type and window, keys on a compacted topic,
     compression.type (the batch is recompressed when it differs, and must still fit)."""
-    if header.size > topic.config.max_batch_bytes:
+    if header.size > rules.max_batch_bytes:
         raise InvalidBatch(Reason.TOO_LARGE, f"batch of {header.size} bytes exceeds max.message.bytes "
-                                             f"{topic.config.max_batch_bytes}")
-    if (header.compression != UNCOMPRESSED and (limit := decompressed_limit(topic)) is not None
-            and largest_record(batch) > limit):
+                                             f"{rules.max_batch_bytes}")
+    if (header.compression != UNCOMPRESSED and rules.decompressed_limit is not None
+            and largest_record(batch) > rules.decompressed_limit):
         raise Refused(Refusal.DECOMPRESSED_TOO_LARGE)
     append_time = -1
-    if topic.config.timestamp_type == "append":
+    if rules.append_time:
         append_time = now_ms
         header = stamp_log_append_time(batch, append_time)
-    elif outside := _outside_window(batch, header, timestamp_window(topic), now_ms):
+    elif outside := _outside_window(batch, header, rules.window, now_ms):
         raise Refused(Refusal.TIMESTAMP, INVALID_TIMESTAMP, outside)
-    if topic.config.compacted and (keyless := _without_key(batch, header, tp)):
+    if rules.compacted and (keyless := _without_key(batch, header, tp)):
         raise Refused(Refusal.KEYLESS, _rejected(keyless), keyless)
-    if (wanted := compression_of(topic)) is not None and wanted[0] != header.compression:
-        batch, header = _recompressed(batch, wanted, topic.config.max_batch_bytes)  # keeps a stamped time
+    if (wanted := rules.compression) is not None and wanted[0] != header.compression:
+        batch, header = _recompressed(batch, wanted, rules.max_batch_bytes)  # keeps a stamped time
     return Checked(batch, header, append_time)
 
 

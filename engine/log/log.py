@@ -114,9 +114,10 @@ class PartitionLog:
         run: list[bytearray] = []
         run_headers: list[BatchHeader] = []
         run_bytes = 0
+        expected = self.end_offset
         for batch, header in zip(batches, headers, strict=True):
-            expected = run_headers[-1].next_offset if run_headers else self.end_offset
-            if header.base_offset != expected or len(batch) != header.size:
+            size = header.size
+            if header.base_offset != expected or len(batch) != size:
                 raise CorruptBatch(f"batch at {header.base_offset} does not follow offset {expected}")
             if self._should_roll(header, run_bytes):
                 if run:
@@ -127,7 +128,8 @@ class PartitionLog:
                 self._active_since_ms = self.now_ms()
             run.append(batch)
             run_headers.append(header)
-            run_bytes += header.size
+            run_bytes += size
+            expected += header.last_offset_delta + 1
         if run:
             self._write_run(run, run_headers)
         if sync:
@@ -146,14 +148,18 @@ class PartitionLog:
             self._active.aborted.append(completed.aborted_entry())
 
     def _should_roll(self, header: BatchHeader, unwritten_bytes: int = 0) -> bool:
-        active = self._active
+        active = self._segments[-1]
         size = active.size_bytes + unwritten_bytes
         if size == 0:
             return False  # never leave an empty segment behind; a huge batch gets its own
-        too_big = size + header.size > self.config.segment_bytes
-        too_old = (self._active_since_ms is not None
-                   and self.now_ms() - self._active_since_ms > self.config.segment_ms - self._jitter_ms())
-        return too_big or too_old or not active.fits_offsets(header)
+        config = self.config
+        if size + header.size > config.segment_bytes or not active.fits_offsets(header):
+            return True
+        since = self._active_since_ms
+        if since is None:
+            return False
+        age_ms = self.now_ms() - since
+        return age_ms > config.segment_ms - (self._jitter_ms() if config.segment_jitter_ms > 0 else 0)
 
     def _jitter_ms(self) -> int:
         """How much sooner than segment_ms the active segment rolls (Kafka's segment.jitter.ms:

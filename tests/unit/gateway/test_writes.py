@@ -1,6 +1,7 @@
 """The write policy (gateway/writes.py): one set of checks for Produce, the native write and
 UDP, with neutral refusals each front end maps (Kafka codes: mapping.py)."""
 
+import dataclasses
 import uuid
 
 import pytest
@@ -52,3 +53,16 @@ def test_a_batch_over_max_message_bytes_is_an_invalid_batch() -> None:
     with pytest.raises(InvalidBatch) as large:
         checked(topic(max_batch_bytes=100), TP, batch_of_size(200, NOW_MS), NOW_MS)
     assert large.value.reason is Reason.TOO_LARGE
+
+
+def test_a_changed_config_applies_to_the_next_batch() -> None:
+    """A topic's rules are worked out once per config; altering a config makes a new one."""
+    before = topic()
+    sent = record_batch([b"a", b"b"], NOW_MS)
+    assert checked(before, TP, sent, NOW_MS).append_time == -1
+    small = dataclasses.replace(before, config=dataclasses.replace(before.config, max_batch_bytes=10))
+    with pytest.raises(InvalidBatch):
+        checked(small, TP, sent, NOW_MS)
+    stamped = dataclasses.replace(before, config=dataclasses.replace(before.config, timestamp_type="append"))
+    assert checked(stamped, TP, sent, NOW_MS).append_time == NOW_MS
+    assert checked(before, TP, sent, NOW_MS).append_time == -1
