@@ -62,8 +62,9 @@ class StoreStats:
 
     def succeeded(self, operation: str, seconds: float) -> None:
         with self._lock:
-            self._histogram(operation).observe(seconds)
-            self.failing.discard(operation)
+            (self.latency.get(operation) or self._histogram(operation)).observe(seconds)
+            if self.failing:  # the usual case: nothing failing, nothing to clear
+                self.failing.discard(operation)
 
     def failed(self, operation: str, seconds: float, error: BaseException) -> None:
         with self._lock:

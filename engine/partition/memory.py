@@ -70,8 +70,10 @@ class MemoryPool:
         self.unpersisted_bytes -= size
         self.tail_bytes += size
         self.read(tail)
-        self.reclaim()
-        self._wake()
+        if self.used_bytes > self.budget_bytes:
+            self.reclaim()
+        if self._room:  # producers wait for room
+            self._wake()
 
     def read(self, tail: Reclaimable) -> None:
         self._tails[tail] = self.monotonic()

@@ -244,6 +244,11 @@ class Partition:
         moved = self.tail.mark_persisted(offset)
         self.transactions.persisted(self.tail.checkpoint)
         self.pool.persisted(self.tail, moved)
+        if self._checkpoint_waiters:
+            self._wake_persisted(offset)
+        self.on_checkpoint(self)
+
+    def _wake_persisted(self, offset: int) -> None:
         still = []
         for wanted, future in self._checkpoint_waiters:
             if wanted < offset:
@@ -252,7 +257,6 @@ class Partition:
             else:
                 still.append((wanted, future))
         self._checkpoint_waiters = still
-        self.on_checkpoint(self)
 
     def publish_checkpoint(self, checkpoint: int, last_stable: int) -> None:
         """Worker thread (or close): write C and the LSO (as `to_publish` gave them on the
