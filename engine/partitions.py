@@ -186,14 +186,30 @@ class Partitions:
         if `committed`): memory, else the store (which holds what is below C; above C
         everything is still in memory)."""
         partition = self._get(tp)
-        limit = partition.last_stable if committed else partition.high_watermark
-        data: Buffer | None = partition.read_memory(offset, max_bytes, limit)
+        data = self._from_memory(tp, partition, offset, max_bytes, committed)
         if data is None:
-            data = await self._off_loop(partition.read_stored, offset, max_bytes, min(limit, partition.checkpoint))
+            data = await self._from_store(tp, partition, offset, max_bytes, committed)
+        return data
+
+    def _from_memory(self, tp: TopicPartition, partition: Partition, offset: int, max_bytes: int,
+                     committed: bool) -> Buffer | None:
+        """`read` when memory holds the batches (no coroutine: most reads); None when it does not."""
+        data = partition.read_memory(offset, max_bytes, partition.last_stable if committed else partition.high_watermark)
+        if data:
+            self._read_out(tp, data)
+        return data
+
+    async def _from_store(self, tp: TopicPartition, partition: Partition, offset: int, max_bytes: int,
+                          committed: bool) -> Buffer:
+        limit = partition.last_stable if committed else partition.high_watermark
+        data = await self._off_loop(partition.read_stored, offset, max_bytes, min(limit, partition.checkpoint))
+        self._read_out(tp, data)
+        return data
+
+    def _read_out(self, tp: TopicPartition, data: Buffer) -> None:
         if data:
             self.bytes_out[tp] = self.bytes_out.get(tp, 0) + len(data)
             self.records_out[tp] = self.records_out.get(tp, 0) + record_count(data)
-        return data
 
     async def fetch(self, tp: TopicPartition, offset: int, session: int, max_bytes: int, *,
                     first: bool, committed: bool) -> Fetched:
@@ -208,8 +224,11 @@ class Partitions:
             raise OlderSession(tp) if session < partition.session else NewerSession(tp)
         records: Buffer = b""
         if max_bytes > 0 or first:
-            records = await self.read(tp, offset, max(max_bytes, 1), committed)
-            partition = self._get(tp)  # after the read: the high watermark covers what it returned
+            found = self._from_memory(tp, partition, offset, max(max_bytes, 1), committed)
+            if found is None:
+                found = await self._from_store(tp, partition, offset, max(max_bytes, 1), committed)
+                partition = self._get(tp)  # after the read: the high watermark covers what it returned
+            records = found
             if len(records) > max_bytes and not first:
                 records = b""
         aborted = self.aborted_transactions(tp, offset, records) if committed else []

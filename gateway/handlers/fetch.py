@@ -116,27 +116,26 @@ async def _collect(ctx: Context, wanted: list[Wanted], max_bytes: int,
     answers = []
     size = 0
     failed = False
-    for item in wanted:
-        answer = await _read(ctx, item, max(max_bytes - size, 0), size == 0, committed)
+    for item in wanted:  # each partition's read in this one coroutine (one more each cost 0.4 us)
+        if item.unknown:
+            answer = _answer(item, ErrorCode.unknown_topic_id)
+        elif is_internal(item.tp.topic):
+            answer = _answer(item, READ_REFUSED)
+        else:
+            try:
+                fetched = await ctx.partitions.fetch(item.tp, item.offset, item.leader_epoch,
+                                                     min(item.max_bytes, max(max_bytes - size, 0)),
+                                                     first=size == 0, committed=committed)
+            except errors.EngineError as error:
+                answer = _pointed(ctx, item, _answer(item, error_code(error)))
+            except OSError:  # the store failed the read or did not answer in time: clients retry (Kafka's offline log dir)
+                answer = _answer(item, ErrorCode.kafka_storage_error)
+            else:
+                answer = _answer(item, ErrorCode.none, fetched)
         size += len(answer["records"] or b"")
         failed = failed or answer["error_code"] != ErrorCode.none
         answers.append((item, answer))
     return answers, size, failed
-
-
-async def _read(ctx: Context, item: Wanted, budget_bytes: int, first: bool, committed: bool) -> FetchPartitionDataAnswer:
-    if item.unknown:
-        return _answer(item, ErrorCode.unknown_topic_id)
-    if is_internal(item.tp.topic):
-        return _answer(item, READ_REFUSED)
-    try:
-        fetched = await ctx.partitions.fetch(item.tp, item.offset, item.leader_epoch, min(item.max_bytes, budget_bytes),
-                                             first=first, committed=committed)
-    except errors.EngineError as error:
-        return _pointed(ctx, item, _answer(item, error_code(error)))
-    except OSError:  # the store failed the read or did not answer in time: clients retry (Kafka's offline log dir)
-        return _answer(item, ErrorCode.kafka_storage_error)
-    return _answer(item, ErrorCode.none, fetched)
 
 
 def _answer(item: Wanted, code: ErrorCode, fetched: Fetched | None = None) -> FetchPartitionDataAnswer:
