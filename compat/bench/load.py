@@ -19,6 +19,10 @@ result and exits 0, or prints {"error": ...} and exits 1. Roles:
   librdkafka's flush of the transaction's outstanding records, then EndTxn).
 - consume: reads `records` records from the start of every partition of `topic` (assigned,
   no group, so no rebalance time is measured). Timed from the assignment to the last record.
+- sync-produce: `records` records of `record_bytes` to `topic`, one at a time: each is
+  produced and flushed (its acknowledgement awaited) before the next, so one request is in
+  flight and each carries one record (a synchronous send, a request-reply pattern). Each
+  acknowledgement's time from produce to its return is in `acked_us`.
 - latency-produce: `rate` records per second for `seconds` seconds, each value starting with
   its sequence number and the wall clock in nanoseconds at the produce call.
 - latency-consume: reads from the start of `topic` until `records` records arrived and prints
@@ -159,6 +163,27 @@ def _assigned_consumer(spec: dict[str, Any]) -> Consumer:
     return consumer
 
 
+def sync_produce(spec: dict[str, Any]) -> dict[str, Any]:
+    failed = [0]
+
+    def delivered(error: object, _message: object) -> None:
+        if error is not None:
+            failed[0] += 1
+
+    producer = Producer({"bootstrap.servers": spec["bootstrap"], "on_delivery": delivered, **spec["config"]})
+    topic, records, value = spec["topic"], spec["records"], os.urandom(spec["record_bytes"])
+    _warm_up(producer, topic)
+    acked_us = []
+    start = time.perf_counter()
+    for _ in range(records):
+        sent = time.perf_counter_ns()
+        producer.produce(topic, value)
+        failed[0] += producer.flush(FLUSH_TIMEOUT_S)  # what is still queued after the timeout failed
+        acked_us.append((time.perf_counter_ns() - sent) / 1000)
+    return {"records": records, "bytes": records * spec["record_bytes"], "seconds": time.perf_counter() - start,
+            "failed": failed[0], "acked_us": acked_us}
+
+
 def latency_produce(spec: dict[str, Any]) -> dict[str, Any]:
     producer = Producer({"bootstrap.servers": spec["bootstrap"], **spec["config"]})
     topic, rate, total = spec["topic"], spec["rate"], spec["rate"] * spec["seconds"]
@@ -287,6 +312,7 @@ def _listed(admin: AdminClient, names: list[str]) -> int:
 ROLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "produce": produce, "txn-produce": txn_produce, "consume": consume, "latency-produce": latency_produce,
     "latency-consume": latency_consume, "partitions": partitions, "spread-produce": spread_produce,
+    "sync-produce": sync_produce,
 }
 
 

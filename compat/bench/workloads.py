@@ -73,6 +73,7 @@ class Endpoint:
 class Scale:
     produce_bytes: int = 1000 * MB  # per 1 KB produce workload
     small_records: int = 1_000_000  # 100-byte records at linger.ms=0
+    sync_records: int = 100_000  # 100-byte records sent one at a time (produce-100b-sync)
     latency_seconds: int = 30
     latency_rate: int = 1000
     partition_topics: int = 100  # 10,000 partitions: topics x 100
@@ -86,7 +87,7 @@ class Scale:
     warm_up_bytes: int = 300 * MB  # produced and read back, unmeasured, before round 1
 
 
-QUICK = Scale(produce_bytes=100 * MB, small_records=200_000, latency_seconds=10,
+QUICK = Scale(produce_bytes=100 * MB, small_records=200_000, sync_records=20_000, latency_seconds=10,
               partition_topics=10, spread_partitions=1000, spread_seconds=20)
 
 
@@ -374,6 +375,24 @@ def small_records(ctx: Context) -> dict[str, float]:
     return _throughput(result, probe)
 
 
+def one_in_flight(ctx: Context) -> dict[str, float]:
+    """Synchronous sends (issue 47): one 100-byte record a request, acks=1, the next sent when
+    the last was acknowledged. Requests/s (records/s: one each) and acknowledgement latency,
+    bound by the round trip through client and broker, not by throughput."""
+    topic = ctx.topic("produce-100b-sync")
+    create_topic(ctx.endpoint.bootstrap, topic, 1)
+    records = ctx.scale.sync_records
+    spec = {"role": "sync-produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic, "records": records,
+            "record_bytes": 100, "config": {"acks": "1", "linger.ms": 0, "compression.type": "none"}}
+    with _probe(ctx) as probe:
+        result = run_load(spec)
+    if result["failed"]:
+        raise RuntimeError(f"{result['failed']} of {records} records were not delivered")
+    samples = sorted(result["acked_us"])
+    return {"records/s": records / result["seconds"], "p50 ms": percentile(samples, 50) / 1000,
+            "p99 ms": percentile(samples, 99) / 1000} | _broker(probe)
+
+
 def latency(ctx: Context) -> dict[str, float]:
     """End-to-end latency at a fixed rate: acks=all, linger.ms=0, 1 KB records."""
     topic = ctx.topic("latency-1k")
@@ -465,6 +484,7 @@ WORKLOADS: dict[str, Callable[[Context], dict[str, float]]] = {
     "produce-1k-txn": transactional,
     "consume-1k": consume,
     "produce-100b-linger0": small_records,
+    "produce-100b-sync": one_in_flight,
     "latency-1k": latency,
     "partitions-10k": many_partitions,
     "partitions-5k-traffic": spread_traffic,
