@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from .answers import MetadataAnswer, MetadataBrokerAnswer, MetadataTopicAnswer
 from .codec import RequestHeader
 from .produce_wire import I16, I32, length, string
 
@@ -39,7 +39,7 @@ PARTITION_HEAD_EPOCH = struct.Struct(">hiii")  # ... and leader_epoch (v7+)
 NO_NODES: Sequence[int] = ()
 
 
-def encode_metadata_response(header: RequestHeader, answer: Mapping[str, Any]) -> bytes:
+def encode_metadata_response(header: RequestHeader, answer: MetadataAnswer) -> bytes:
     """A whole response frame (size prefix included) for the handler's answer mapping."""
     version = header.api_version
     flexible = version >= FLEXIBLE_FROM
@@ -69,7 +69,7 @@ def encode_metadata_response(header: RequestHeader, answer: Mapping[str, Any]) -
     return bytes(out)
 
 
-def _brokers(out: bytearray, brokers: Sequence[Mapping[str, Any]], version: int, flexible: bool) -> None:
+def _brokers(out: bytearray, brokers: Sequence[MetadataBrokerAnswer], version: int, flexible: bool) -> None:
     length(out, len(brokers), flexible)
     for broker in brokers:
         out += I32.pack(broker["node_id"])
@@ -81,12 +81,13 @@ def _brokers(out: bytearray, brokers: Sequence[Mapping[str, Any]], version: int,
             out.append(0)
 
 
-def _topic(out: bytearray, topic: Mapping[str, Any], version: int, flexible: bool, nodes: dict[int, bytes]) -> None:
+def _topic(out: bytearray, topic: MetadataTopicAnswer, version: int, flexible: bool, nodes: dict[int, bytes]) -> None:
     out += I16.pack(int(topic["error_code"]))
     name = topic["name"]
     string(out, "" if name is None and version < 12 else name, flexible)  # null only where the schema allows it
     if version >= 10:
-        out += (topic.get("topic_id") or ZERO_UUID).bytes
+        topic_id = topic.get("topic_id") or ZERO_UUID
+        out += (uuid.UUID(topic_id) if isinstance(topic_id, str) else topic_id).bytes  # kio's build takes both
     if version >= 1:
         out.append(1 if topic.get("is_internal", False) else 0)
     partitions = topic["partitions"]

@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .answers import PartitionProduceAnswer
 from .codec import ProtocolError, RequestHeader
 
 FLEXIBLE_FROM = 9
@@ -198,8 +199,10 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
     return bytes(out)
 
 
-def _partition(out: bytearray, p: Mapping[str, Any], version: int, flexible: bool) -> None:
-    append_time = max(p["log_append_time"], -1)  # -1: none (what kio writes for any negative)
+def _partition(out: bytearray, p: PartitionProduceAnswer, version: int, flexible: bool) -> None:
+    append_time = p["log_append_time"]
+    if append_time is None or append_time < 0:
+        append_time = -1  # none (what kio writes for any negative)
     out += PARTITION_ANSWER.pack(p["index"], int(p["error_code"]), p["base_offset"], append_time)
     if version >= 5:
         out += I64.pack(p["log_start_offset"])
@@ -224,7 +227,7 @@ def topic_key(out: bytearray, name: str, topic_id: uuid.UUID | None, flexible: b
         string(out, name, flexible)
 
 
-def leader_tag(out: bytearray, tag: int, leader: Mapping[str, int] | None) -> None:
+def leader_tag(out: bytearray, tag: int, leader: Mapping[str, object] | None) -> None:
     """A partition's tagged-field section holding at most a CurrentLeader (KIP-951) under
     `tag` (Produce v10+: 0, Fetch v12+: 1): the node a NOT_LEADER_OR_FOLLOWER answer points
     the client to. The default (-1, -1) is not written."""
