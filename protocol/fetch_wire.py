@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .codec import RequestHeader
-from .produce_wire import I16, I32, leader_tag, length, node_endpoints_tag, topic_key
+from .produce_wire import I16, I32, leader_tag, length, node_endpoints_tag, response_start, topic_key
 
 FLEXIBLE_FROM = 12
 TOPIC_IDS_FROM = 13
@@ -43,10 +43,7 @@ def encode_fetch_response(header: RequestHeader, answer: Mapping[str, Any]) -> B
     version = header.api_version
     flexible = version >= FLEXIBLE_FROM
     parts: Buffers = []
-    out = bytearray(8)
-    I32.pack_into(out, 4, header.correlation_id)
-    if flexible:
-        out.append(0)  # response header v1: no tagged fields
+    out = response_start(header.correlation_id, flexible)
     out += I32.pack(answer.get("throttle_time", 0))
     if version >= 7:
         out += I16.pack(int(answer.get("error_code", 0)))

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from .answers import MetadataAnswer, MetadataBrokerAnswer, MetadataTopicAnswer
 from .codec import RequestHeader
-from .produce_wire import I16, I32, length, string
+from .produce_wire import I16, I32, length, response_start, string
 
 FLEXIBLE_FROM = 9
 NO_OPERATIONS = -2147483648  # kio's default for the authorized-operations fields
@@ -43,10 +43,7 @@ def encode_metadata_response(header: RequestHeader, answer: MetadataAnswer) -> b
     """A whole response frame (size prefix included) for the handler's answer mapping."""
     version = header.api_version
     flexible = version >= FLEXIBLE_FROM
-    out = bytearray(8)
-    I32.pack_into(out, 4, header.correlation_id)
-    if flexible:
-        out.append(0)  # response header v1: no tagged fields
+    out = response_start(header.correlation_id, flexible)
     if version >= 3:
         out += I32.pack(answer.get("throttle_time", 0))
     _brokers(out, answer["brokers"], version, flexible)

@@ -169,14 +169,21 @@ def decode_produce(frame: bytes | bytearray | memoryview, version: int,
             ProduceRequest(transactional_id, acks, timeout_ms, topics))
 
 
+def response_start(correlation_id: int, flexible: bool) -> bytearray:
+    """A response frame's start: room for its size (filled in last), the correlation id,
+    and from a flexible version on the empty tagged fields of response header v1."""
+    out = bytearray(8)
+    I32.pack_into(out, 4, correlation_id)
+    if flexible:
+        out.append(0)
+    return out
+
+
 def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) -> bytes:
     """A whole response frame (size prefix included) for the handler's answer mapping."""
     version = header.api_version
     flexible = version >= FLEXIBLE_FROM
-    out = bytearray(8)
-    I32.pack_into(out, 4, header.correlation_id)
-    if flexible:
-        out.append(0)  # response header v1: no tagged fields
+    out = response_start(header.correlation_id, flexible)
     topics = answer["responses"]
     length(out, len(topics), flexible)
     for topic in topics:
