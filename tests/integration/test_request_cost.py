@@ -72,3 +72,16 @@ def test_the_guard_fails_a_cost_above_the_margin() -> None:
     measured = request_cost.Measured({"produce": figure}, 1.0, 1000.0, 1000.0, [1000.0, 1000.0, 1000.0])
     assert request_cost.check(measured, {"per_reference": {"produce": 0.05}}) == []  # 1.2x: within
     assert request_cost.check(measured, {"per_reference": {"produce": 0.04}})  # 1.5x: above
+
+
+def test_idle_between_requests_is_taken_off_with_the_harness(tmp_path) -> None:
+    """--idle-us blocks the thread after each request; the harness blocks as long, so what
+    is left is still the requests' own CPU (a positive figure), not the pause."""
+    out = tmp_path / "cold.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "martlet.compat.bench.request_cost", "--requests", "30", "--repeats", "3",
+         "--warmup", "10", "--kinds", "metadata", "--idle-us", "200", "--json", str(out)],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    figures = json.loads(out.read_text())
+    assert figures["harness_us"] > 0 and figures["kinds"]["metadata"]["best_us"] > 0
