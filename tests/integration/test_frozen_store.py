@@ -42,6 +42,10 @@ BEFORE_S = 15.0  # the load runs this long before the freeze
 FREEZE_S = float(os.environ.get("MARTLET_FREEZE_S", "120"))
 AFTER_S = 20.0  # the load goes on this long after it
 RATE_PER_S = 200.0
+# A delivery that waited on the frozen service would take seconds (a session timeout, a
+# retried call); below this, a p99 over twice the one before the freeze is the shared
+# machine's noise (one run: 6.4 ms during against 3.1 before; alone right after: 2.4 and 2.4).
+NOT_A_STALL_S = 0.05
 PERSISTED_S = 240.0  # after the thaw, until every record is in the store (a reopen may wait for lease recovery)
 
 
@@ -127,7 +131,7 @@ def _check(frozen: Frozen, http: str, topic: str) -> None:
     print("commits at:", commit_times)
     assert not frozen.producer.errors, frozen.producer.errors[:5]
     assert len(during) >= FREEZE_S * RATE_PER_S * 0.9, f"only {len(during)} records delivered during the freeze"
-    assert p99(during) <= 2 * p99(before), (summary(before), summary(during))
+    assert p99(during) <= max(2 * p99(before), NOT_A_STALL_S), (summary(before), summary(during))
     assert reader.rebalances() == 0, ("rebalanced", reader.assigned, reader.revoked)
     assert frozen.joined_s is not None, "a new group got no assignment during the freeze"
     assert late.latencies(frozen.frozen_at, frozen.thawed_at), "the new group read nothing during the freeze"
