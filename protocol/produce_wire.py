@@ -193,7 +193,7 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
         for p in partitions:
             if version >= 8 and len(p) == PLAIN_KEYS:  # the usual answer: no errors, message or leader
                 out += PARTITION_ANSWER_V5.pack(p["index"], int(p["error_code"]), p["base_offset"],
-                                                max(p["log_append_time"], -1), p["log_start_offset"])
+                                                _append_time(p["log_append_time"]), p["log_start_offset"])
                 out += PLAIN_END[flexible]
             else:
                 _partition(out, p, version, flexible)
@@ -206,11 +206,13 @@ def encode_produce_response(header: RequestHeader, answer: Mapping[str, Any]) ->
     return bytes(out)
 
 
+def _append_time(value: int | None) -> int:
+    """-1 for none: what kio writes for None and any negative."""
+    return -1 if value is None or value < 0 else value
+
+
 def _partition(out: bytearray, p: PartitionProduceAnswer, version: int, flexible: bool) -> None:
-    append_time = p["log_append_time"]
-    if append_time is None or append_time < 0:
-        append_time = -1  # none (what kio writes for any negative)
-    out += PARTITION_ANSWER.pack(p["index"], int(p["error_code"]), p["base_offset"], append_time)
+    out += PARTITION_ANSWER.pack(p["index"], int(p["error_code"]), p["base_offset"], _append_time(p["log_append_time"]))
     if version >= 5:
         out += I64.pack(p["log_start_offset"])
     if version >= 8:

@@ -50,14 +50,11 @@ class LocalAppendFile:
             try:
                 if self._fd is None:
                     self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
-                written = os.write(self._fd, data)
-                self._size += written
-                if written < len(data):  # a partial write (large writes may be)
-                    view = memoryview(data)[written:]
-                    while view:
-                        written = os.write(self._fd, view)
-                        view = view[written:]
-                        self._size += written
+                rest = data  # a memoryview only if a write comes back partial (large writes may)
+                while rest:
+                    written = os.write(self._fd, rest)
+                    self._size += written
+                    rest = memoryview(rest)[written:] if written < len(rest) else b""
             finally:
                 self._after_call()
         if not self._closed and KEPT_OPEN.last is not self:
