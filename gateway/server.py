@@ -5,7 +5,10 @@ until its response is sent), which keeps answers in request order. One exception
 request that has appended its batches and only waits for C lets the connection go on to the
 next request (gateway/ordering.py); its answer is written by the connection's answer writer,
 which writes answers strictly in request order, and any other kind of request waits until
-every earlier answer is out. At most PIPELINED_MAX answers wait per connection. A produce
+every earlier answer is out. At most PIPELINED_MAX answers wait per connection. A request
+that arrives while its connection has nothing else to do is handled in the read callback
+itself, and one that needs no wait is answered there (`_handle_now`); one that must wait goes
+on in a task, taken up by the connection's serving task in its turn. A produce
 request that has not appended yet when the peer goes away (it waits for room in memory) is
 dropped: its producer resends it on a new connection, and appending both would store it twice. Reading goes
 on while a request is handled, up to READ_AHEAD_BYTES of whole frames; then the connection
@@ -33,7 +36,8 @@ import logging
 import socket
 import time
 import types
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Sequence
+from typing import NamedTuple
 
 from ..protocol.codec import ProtocolError
 from ..protocol.fetch_wire import Buffers
@@ -224,7 +228,7 @@ class Connection(asyncio.BufferedProtocol):
         self.ip = ip  # counted under it (max.connections.per.ip)
         self._released = False
         self.reader = FrameReader(server.frame_bytes_max, server.chunk)
-        self.frames: collections.deque[bytearray] = collections.deque()
+        self.frames: collections.deque[_Queued] = collections.deque()
         self.queued_bytes = 0
         self.peer = "?"  # "host:port" of the client, for log lines
         self.client_host = ""
@@ -262,9 +266,12 @@ class Connection(asyncio.BufferedProtocol):
             logger.warning("closing connection from %s: %s", self.peer, error, extra={"peer": self.peer})
             self.abort()
             return
-        if frames:
-            self.frames.extend(frames)
-            self.queued_bytes += sum(len(f) for f in frames)
+        if not frames:
+            return
+        queued: Sequence[_Queued] = self._handle_now(frames) if self._idle() else frames
+        if queued:
+            self.frames.extend(queued)
+            self.queued_bytes += sum(len(f) for f in queued if type(f) is bytearray)
             self._wake_up()
             if self.queued_bytes > READ_AHEAD_BYTES and self.transport is not None:
                 self.transport.pause_reading()
@@ -310,6 +317,42 @@ class Connection(asyncio.BufferedProtocol):
         if self._waiting is not None:  # a produce that has not appended yet (waiting for room)
             self._waiting.cancel()  # appends nothing now: its producer resends it elsewhere
 
+    def _idle(self) -> bool:
+        """The serving task waits for a frame with nothing queued, no answer pending and the
+        socket taking more: a frame that arrives now may be handled at once."""
+        wake = self._wake
+        return (wake is not None and not wake.done() and not self.frames and not self._answering
+                and self._write_waiters is None)
+
+    def _handle_now(self, frames: list[bytearray]) -> Sequence[_Queued]:
+        """Handle frames as they arrive, in the read callback, while each is answered without
+        suspending (the usual case: a produce with room in memory, a fetch with data, a
+        metadata request), so an answer leaves in the loop turn its request came in without a
+        wake-up of the serving task (issue 47: one request in flight). The first that
+        suspends goes on in a task of its own, and it and the frames after it go to the
+        serving task in order; so does the error of one that fails."""
+        for index, frame in enumerate(frames):
+            release = _Release() if _api_key(frame) == PRODUCE_KEY else None
+            token = handled_with(release)
+            try:
+                handling = self.server.dispatcher.handle(frame, self.client_host)
+                try:
+                    waiting_on = handling.send(None)
+                except StopIteration as done:
+                    self._write(done.value)
+                    if self._write_waiters is None:
+                        continue
+                    return frames[index + 1:]
+                except Exception as error:  # noqa: BLE001 - the serving task raises it, as if it had run it
+                    return [_Failed(error), *frames[index + 1:]]
+                task = asyncio.get_running_loop().create_task(_resumed(handling, waiting_on))
+            finally:
+                reset(token)
+            if release is not None and not release.done:
+                self._waiting = task  # not appended yet: the connection's end cancels it
+            return [_Started(task, release), *frames[index + 1:]]
+        return []
+
     async def _serve(self) -> None:
         try:
             while (frame := await self._next_frame()) is not None:
@@ -332,12 +375,19 @@ class Connection(asyncio.BufferedProtocol):
             if self.transport is not None:
                 self.transport.close()
 
-    async def _take(self, frame: bytearray) -> None:
-        if _api_key(frame) == PRODUCE_KEY:
-            await self._produce(frame)
+    async def _take(self, queued: _Queued) -> None:
+        if isinstance(queued, _Started):
+            if queued.release is not None:
+                await self._produced(queued.task, queued.release)
+            else:
+                self._write(await queued.task)  # nothing was pending when it started
+        elif isinstance(queued, _Failed):
+            raise queued.error
+        elif _api_key(queued) == PRODUCE_KEY:
+            await self._produce(queued)
         else:
             await self._written()
-            self._write(await self.server.dispatcher.handle(frame, self.client_host))
+            self._write(await self.server.dispatcher.handle(queued, self.client_host))
         if self._write_waiters is not None:
             await self._writable()
 
@@ -345,6 +395,9 @@ class Connection(asyncio.BufferedProtocol):
         for queued in self._answering:
             if isinstance(queued, asyncio.Future):
                 queued.cancel()
+        for waiting in self.frames:
+            if type(waiting) is _Started:
+                waiting.task.cancel()
         if self._writer is not None:
             self._writer.cancel()
 
@@ -367,6 +420,11 @@ class Connection(asyncio.BufferedProtocol):
             task = asyncio.get_running_loop().create_task(_resumed(handling, waiting_on))
         finally:
             reset(token)
+        await self._produced(task, release)
+
+    async def _produced(self, task: asyncio.Task[Buffers | None], release: _Release) -> None:
+        """A produce request that suspended: its answer joins the queue; the connection goes
+        on once it has appended."""
         self._queue(task)
         if not release.done:  # not appended yet: it waits (for room in memory, a topic, a partition)
             self._waiting = task
@@ -429,7 +487,7 @@ class Connection(asyncio.BufferedProtocol):
         if response is not None and self.transport is not None and not self.transport.is_closing():
             self.transport.writelines(response)  # records go out without being joined
 
-    async def _next_frame(self) -> bytearray | None:
+    async def _next_frame(self) -> _Queued | None:
         while not self.frames or self._lost:
             if self._writer is not None and self._writer.done() and not self._writer.cancelled():
                 self._writer.result()  # an answer failed: its error ends the connection now
@@ -441,7 +499,8 @@ class Connection(asyncio.BufferedProtocol):
             finally:
                 self._wake = None
         frame = self.frames.popleft()
-        self.queued_bytes -= len(frame)
+        if type(frame) is bytearray:
+            self.queued_bytes -= len(frame)
         if self._reading_paused and self.queued_bytes <= READ_AHEAD_BYTES // 2 and self.transport is not None:
             self._reading_paused = False
             self.transport.resume_reading()
@@ -466,6 +525,23 @@ class _Release:
         self.done = True
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_result(None)
+
+
+class _Started(NamedTuple):
+    """A request handled as it arrived (Connection._handle_now) that suspended: the task
+    that goes on with it, and for a produce request what it calls once it has appended."""
+
+    task: asyncio.Task[Buffers | None]
+    release: _Release | None
+
+
+class _Failed(NamedTuple):
+    """A request handled as it arrived that raised: the serving task raises it in turn."""
+
+    error: Exception
+
+
+_Queued = bytearray | _Started | _Failed  # what waits for the serving task, in request order
 
 
 @types.coroutine

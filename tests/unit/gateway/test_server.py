@@ -1,6 +1,8 @@
 """The connection's request order (gateway/server.py) with a stand-in dispatcher: a produce
 request that has appended lets the next request start, and answers still leave in request
-order; a produce request that has not (waiting for room in memory) holds the connection."""
+order; a produce request that has not (waiting for room in memory) holds the connection; any
+other request that waits (a long-polling fetch) holds it too, though requests that need no
+wait are answered as they arrive; a request that fails ends the connection before the next."""
 
 import asyncio
 import contextlib
@@ -8,14 +10,16 @@ import struct
 
 from martlet.gateway.ordering import next_request_may_start
 from martlet.gateway.server import Server
+from martlet.protocol.codec import ProtocolError
 
 WAIT_S = 10.0
-PRODUCE, METADATA = 0, 3
+PRODUCE, FETCH, METADATA, BROKEN = 0, 1, 3, 99
 
 
 class Dispatcher:
     """Frames are (api key, request id); a produce request appends (says so, unless told it
-    waits for room) and then waits for the test to release it."""
+    waits for room) and then waits for the test to release it; a fetch waits for it too, and
+    BROKEN is not a request."""
 
     def __init__(self) -> None:
         self.started: list[int] = []
@@ -28,6 +32,10 @@ class Dispatcher:
         key, request = struct.unpack(">hh", frame[:4])
         self.started.append(request)
         self.progress.set()
+        if key == BROKEN:
+            raise ProtocolError("not a request")
+        if key == FETCH:
+            await self.release.setdefault(request, asyncio.Event()).wait()
         if key == PRODUCE:
             if request not in self.waits_for_room:
                 next_request_may_start()
@@ -120,5 +128,59 @@ def test_a_produce_request_still_waiting_for_room_is_dropped_with_its_connection
             await until(lambda: dispatcher.started == [1], dispatcher)
             writer.close()
             await until(lambda: dispatcher.cancelled == [1], dispatcher)
+
+    asyncio.run(scenario())
+
+
+def test_a_waiting_fetch_holds_the_connection_and_the_next_request_is_answered_after_it():
+    async def scenario() -> None:
+        dispatcher = Dispatcher()
+        async with serving(dispatcher) as (reader, writer):
+            send(writer, METADATA, 1)
+            assert await answers(reader, 1) == [1]  # answered as it came: no wait in it
+            send(writer, FETCH, 2)
+            send(writer, METADATA, 3)
+            await until(lambda: dispatcher.started == [1, 2], dispatcher)
+            for _ in range(10):
+                await asyncio.sleep(0)  # let the connection run: it must not start request 3
+            assert dispatcher.started == [1, 2]
+            dispatcher.release.setdefault(2, asyncio.Event()).set()
+            assert await answers(reader, 2) == [2, 3]
+            send(writer, METADATA, 4)
+            assert await answers(reader, 1) == [4]
+
+    asyncio.run(scenario())
+
+
+def test_a_request_that_is_no_request_ends_the_connection_before_the_next():
+    async def scenario() -> None:
+        dispatcher = Dispatcher()
+        async with serving(dispatcher) as (reader, writer):
+            send(writer, METADATA, 1)
+            send(writer, BROKEN, 2)
+            send(writer, METADATA, 3)
+            assert await answers(reader, 1) == [1]
+            assert await asyncio.wait_for(reader.read(), WAIT_S) == b""  # closed by the broker
+            assert dispatcher.started == [1, 2]
+
+    asyncio.run(scenario())
+
+
+def test_a_fetch_still_waiting_when_the_server_stops_is_cancelled():
+    async def scenario() -> None:
+        dispatcher = Dispatcher()
+        server = Server(dispatcher, 1 << 20)  # type: ignore[arg-type]
+        host, port = await server.start("127.0.0.1", 0)
+        _, writer = await asyncio.open_connection(host, port)
+        try:
+            send(writer, FETCH, 1)
+            await until(lambda: dispatcher.started == [1], dispatcher)
+            waiting = [task for task in asyncio.all_tasks() if "_resumed" in repr(task.get_coro())]
+            assert len(waiting) == 1  # the fetch, started as it arrived, goes on in a task of its own
+            await asyncio.wait_for(server.stop(), WAIT_S)
+            await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), WAIT_S)
+            assert all(task.cancelled() for task in waiting)
+        finally:
+            writer.close()
 
     asyncio.run(scenario())
