@@ -11,6 +11,8 @@ from typing import Any
 
 from ..protocol.apis import ApiKey
 from ..protocol.codec import (
+    NO_PEER,
+    Peer,
     ProtocolError,
     RequestHeader,
     build,
@@ -34,7 +36,7 @@ class Dispatcher:
         self.apis = {int(key): api for key, api in apis.items()}  # by number: no enum lookup per request
         self.stats = RequestStats()
 
-    async def handle(self, frame: bytes | bytearray | memoryview, client_host: str = "") -> Buffers | None:
+    async def handle(self, frame: bytes | bytearray | memoryview, peer: Peer = NO_PEER) -> Buffers | None:
         """The response frame as buffers to write in order (None: no answer, acks=0). One
         coroutine: a second, to name the client in a ProtocolError, cost every request 0.4 us."""
         try:
@@ -42,7 +44,7 @@ class Dispatcher:
             api = self.apis.get(peeked.api_key)
             if api is None or not api.serves(peeked.api_version):
                 return _unserved(api, peeked)
-            header, body = _decode(api, frame, peeked.api_version, client_host)
+            header, body = _decode(api, frame, peeked.api_version, peer)
         except ProtocolError as error:
             error.client_id = peek_client_id(frame)
             raise
@@ -73,7 +75,7 @@ def _unserved(api: Api | None, peeked: RequestHeader) -> Buffers:
 
 
 def _decode(api: Api, frame: bytes | bytearray | memoryview, version: int,
-            client_host: str) -> tuple[RequestHeader, Any]:
+            peer: Peer) -> tuple[RequestHeader, Any]:
     if api.codec is not None and api.codec.decode is not None:
-        return api.codec.decode(frame, version, client_host)
-    return decode_request(frame, api.key, version, client_host)
+        return api.codec.decode(frame, version, peer)
+    return decode_request(frame, api.key, version, peer)

@@ -39,7 +39,7 @@ import types
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import NamedTuple
 
-from ..protocol.codec import ProtocolError
+from ..protocol.codec import Peer, ProtocolError
 from ..protocol.fetch_wire import Buffers
 from ..protocol.framing import CHUNK_BYTES, FrameError, FrameReader
 from .connection_limits import ConnectionLimits, client_ip, file_bound
@@ -59,8 +59,9 @@ REJECTED_LOG_S = 10.0  # after one line about a refused connection, the next com
 
 class Server:
     def __init__(self, dispatcher: Dispatcher, frame_bytes_max: int,
-                 limits: Callable[[], ConnectionLimits] = ConnectionLimits) -> None:
+                 limits: Callable[[], ConnectionLimits] = ConnectionLimits, listener: str = "") -> None:
         self.dispatcher = dispatcher
+        self.listener = listener  # the name of the listener it serves (gateway/listeners.py)
         self.frame_bytes_max = frame_bytes_max
         self.limits = limits  # read at each accept: the dynamic configs may change them
         self.files_bound = file_bound()  # connections leave the rest of the open files to the store
@@ -219,7 +220,7 @@ class Connection(asyncio.BufferedProtocol):
     # An idle connection is this object, its reader, its serving task and its transport (a
     # few KB in all, tests/integration/test_connections.py): slots, and futures made only
     # while someone waits, keep it small.
-    __slots__ = ("server", "ip", "_released", "reader", "frames", "queued_bytes", "peer", "client_host", "transport",
+    __slots__ = ("server", "ip", "_released", "reader", "frames", "queued_bytes", "peer", "client", "transport",
                  "task", "_wake", "_write_waiters", "_reading_paused", "_ended", "_lost", "_answering", "_writer",
                  "_waiting")
 
@@ -231,7 +232,7 @@ class Connection(asyncio.BufferedProtocol):
         self.frames: collections.deque[_Queued] = collections.deque()
         self.queued_bytes = 0
         self.peer = "?"  # "host:port" of the client, for log lines
-        self.client_host = ""
+        self.client = Peer("", server.listener)  # who sent the requests, for the handlers
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task[None] | None = None
         self._wake: asyncio.Future[None] | None = None  # the serving task waits for a frame (or the end)
@@ -252,7 +253,7 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple):
             self.peer = f"{peer[0]}:{peer[1]}"
-            self.client_host = f"/{peer[0]}"  # Kafka shows hosts as "/address"
+            self.client = Peer(f"/{peer[0]}", self.server.listener)  # Kafka shows hosts as "/address"
         self.server._connections.add(self)
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
@@ -335,7 +336,7 @@ class Connection(asyncio.BufferedProtocol):
             release = _Release() if _api_key(frame) == PRODUCE_KEY else None
             token = handled_with(release)
             try:
-                handling = self.server.dispatcher.handle(frame, self.client_host)
+                handling = self.server.dispatcher.handle(frame, self.client)
                 try:
                     waiting_on = handling.send(None)
                 except StopIteration as done:
@@ -387,7 +388,7 @@ class Connection(asyncio.BufferedProtocol):
             await self._produce(queued)
         else:
             await self._written()
-            self._write(await self.server.dispatcher.handle(queued, self.client_host))
+            self._write(await self.server.dispatcher.handle(queued, self.client))
         if self._write_waiters is not None:
             await self._writable()
 
@@ -411,7 +412,7 @@ class Connection(asyncio.BufferedProtocol):
         release = _Release()
         token = handled_with(release)
         try:
-            handling = self.server.dispatcher.handle(frame, self.client_host)
+            handling = self.server.dispatcher.handle(frame, self.client)
             try:
                 waiting_on = handling.send(None)
             except StopIteration as done:

@@ -44,12 +44,22 @@ class ProtocolError(Exception):
     client_id: str | None = None
 
 
+class Peer(NamedTuple):
+    """Who a request came from, as its connection knows it."""
+
+    host: str = ""  # the client's address as Kafka shows it: "/127.0.0.1"
+    listener: str = ""  # the name of the listener it came in on (gateway/listeners.py)
+
+
+NO_PEER = Peer()  # a request not from a connection (tests, tools calling the dispatcher)
+
+
 class RequestHeader(NamedTuple):  # a tuple: every request builds two, and a frozen dataclass is slow to build
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
-    client_host: str = ""
+    peer: Peer = NO_PEER
 
 
 def peek_header(frame: bytes | bytearray | memoryview) -> RequestHeader:
@@ -93,7 +103,7 @@ def _writer(cls: type) -> Callable[..., Any]:
 
 
 def decode_request(frame: bytes | bytearray | memoryview, api_key: int, api_version: int,
-                   client_host: str = "") -> tuple[RequestHeader, Any]:
+                   peer: Peer = NO_PEER) -> tuple[RequestHeader, Any]:
     """Header and body of a request whose (key, version) the caller knows it serves."""
     payload = request_type(api_key, api_version)
     # Held as plain `type` for the @cache'd readers: mypy finds a narrower class object unhashable.
@@ -106,7 +116,7 @@ def decode_request(frame: bytes | bytearray | memoryview, api_key: int, api_vers
     except Exception as error:  # kio raises many types on malformed input; all mean "bad peer"
         raise ProtocolError(f"cannot decode api {api_key} v{api_version}: {error!r}") from error
     _check_no_null_arrays(body)
-    return RequestHeader(api_key, api_version, header.correlation_id, header.client_id, client_host), body
+    return RequestHeader(api_key, api_version, header.correlation_id, header.client_id, peer), body
 
 
 def _check_no_null_arrays(entity: Any) -> None:

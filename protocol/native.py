@@ -42,7 +42,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from .codec import ProtocolError, RequestHeader
+from .codec import Peer, ProtocolError, RequestHeader
 
 LAYOUT_KEY, WRITE_KEY = 32000, 32001
 VERSION = 0
@@ -132,16 +132,16 @@ def write_request(timeout_ms: int, writes: list[Write], correlation_id: int,
 
 
 def decode_layout_request(frame: bytes | bytearray | memoryview, version: int,
-                          client_host: str) -> tuple[RequestHeader, list[str]]:
+                          peer: Peer) -> tuple[RequestHeader, list[str]]:
     reader = _Reader(memoryview(frame))
-    header = reader.header(client_host)
+    header = reader.header(peer)
     return header, [reader.string() for _ in range(reader.count())]
 
 
 def decode_write_request(frame: bytes | bytearray | memoryview, version: int,
-                         client_host: str) -> tuple[RequestHeader, tuple[int, list[Write]]]:
+                         peer: Peer) -> tuple[RequestHeader, tuple[int, list[Write]]]:
     reader = _Reader(memoryview(frame))
-    header = reader.header(client_host)
+    header = reader.header(peer)
     timeout_ms, count = reader.fixed(_TIMEOUT_COUNT)
     _check_count(count, reader)
     writes = []
@@ -240,9 +240,9 @@ class _Reader:
         self.view = view
         self.pos = 0
 
-    def header(self, client_host: str) -> RequestHeader:
+    def header(self, peer: Peer) -> RequestHeader:
         api_key, api_version, correlation_id = self.fixed(_HEADER)
-        return RequestHeader(api_key, api_version, correlation_id, self.string(), client_host)
+        return RequestHeader(api_key, api_version, correlation_id, self.string(), peer)
 
     def fixed(self, shape: struct.Struct) -> tuple[int, ...]:
         if self.pos + shape.size > len(self.view):

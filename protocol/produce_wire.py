@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .answers import PartitionProduceAnswer
-from .codec import ProtocolError, RequestHeader
+from .codec import NO_PEER, Peer, ProtocolError, RequestHeader
 
 FLEXIBLE_FROM = 9
 CURRENT_LEADER_FROM = 10  # KIP-951: the answer may name a partition's current leader
@@ -142,7 +142,7 @@ class _Reader:
 
 
 def decode_produce(frame: bytes | bytearray | memoryview, version: int,
-                   client_host: str = "") -> tuple[RequestHeader, ProduceRequest]:
+                   peer: Peer = NO_PEER) -> tuple[RequestHeader, ProduceRequest]:
     reader = _Reader(memoryview(frame).toreadonly(), 0, False)
     try:
         _, _, correlation_id = reader.fixed(HEADER_FIXED)
@@ -165,7 +165,7 @@ def decode_produce(frame: bytes | bytearray | memoryview, version: int,
         reader.tags()
     except (struct.error, IndexError, UnicodeDecodeError) as error:
         raise ProtocolError(f"cannot decode api 0 v{version}: {error!r}") from error
-    return (RequestHeader(0, version, correlation_id, client_id, client_host),
+    return (RequestHeader(0, version, correlation_id, client_id, peer),
             ProduceRequest(transactional_id, acks, timeout_ms, topics))
 
 

@@ -62,7 +62,7 @@ from kio.serial import entity_reader, entity_writer
 import martlet.gateway
 from martlet.broker.app import Broker
 from martlet.broker.config import ServeConfig
-from martlet.protocol.codec import build, request_type, response_type
+from martlet.protocol.codec import Peer, build, request_type, response_type
 
 PRODUCE, FETCH, METADATA, CREATE_TOPICS = 0, 1, 3, 19
 PRODUCE_VERSION, FETCH_VERSION, METADATA_VERSION, CREATE_TOPICS_VERSION = 9, 12, 12, 5
@@ -72,7 +72,7 @@ READ_TOPIC = "request-cost-read"  # holds the one batch fetched
 RECORDS_PER_BATCH = 10
 RECORD_BYTES = 100
 CLIENT_ID = "request-cost"
-CLIENT_HOST = "127.0.0.1"
+CLIENT = Peer("/127.0.0.1")
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 FETCH_MAX_WAIT_MS = 500  # librdkafka's fetch.wait.max.ms
 VISIBLE_S = 10.0  # the longest the produced batches may take to become readable
@@ -229,7 +229,7 @@ def _handler(broker: Broker) -> Handle:
     dispatcher = broker.server.dispatcher
 
     def handle(frame: bytes | bytearray) -> Awaitable[Any]:
-        return dispatcher.handle(frame, CLIENT_HOST)
+        return dispatcher.handle(frame, CLIENT)
 
     return handle
 

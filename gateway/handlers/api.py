@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.apis import ApiKey
-from ...protocol.codec import RequestHeader
+from ...protocol.codec import Peer, RequestHeader
 from ...protocol.fetch_wire import Buffers
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # The table holds handlers of every API, each typed with its own request and answer shape.
 Handler = Callable[["Context", RequestHeader, Any], Awaitable[Any]]
-Decode = Callable[[bytes | bytearray | memoryview, int, str], tuple[RequestHeader, Any]]
+Decode = Callable[[bytes | bytearray | memoryview, int, Peer], tuple[RequestHeader, Any]]
 Encode = Callable[[RequestHeader, Any], bytes | Buffers]
 
 

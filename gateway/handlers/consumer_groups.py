@@ -54,7 +54,7 @@ def _heartbeat_request(header: RequestHeader, request: ConsumerGroupHeartbeatReq
         subscribed_topic_names=None if names is None else tuple(names),
         subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
         server_assignor=request.server_assignor, owned=_owned(request.topic_partitions),
-        client_id=header.client_id or "", client_host=header.client_host,
+        client_id=header.client_id or "", client_host=header.peer.host,
         member_id_required=header.api_version >= 1)
 
 

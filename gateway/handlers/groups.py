@@ -89,7 +89,7 @@ async def join_group(ctx: Context, header: RequestHeader, request: JoinGroupRequ
         protocols=tuple((p.name, p.metadata) for p in request.protocols), session_timeout_ms=session_ms,
         rebalance_timeout_ms=session_ms if rebalance is None else millis(rebalance),
         require_known_member_id=header.api_version >= 4, client_id=header.client_id or "",
-        client_host=header.client_host, reason=getattr(request, "reason", None),
+        client_host=header.peer.host, reason=getattr(request, "reason", None),
         skip_assignment_supported=header.api_version >= 9)
     result = await ctx.groups.join(join)
     members: list[JoinGroupMemberAnswer] = [

@@ -15,6 +15,7 @@ from kio.schema.produce.v9 import request as v9
 
 from martlet.gateway.handlers.common import millis
 from martlet.protocol.codec import (
+    Peer,
     ProtocolError,
     RequestHeader,
     build_response,
@@ -36,8 +37,8 @@ def test_requests_decode_as_kio_decodes_them(version: int) -> None:
     @given(entities(request_type(0, version)), I32, st.none() | TEXT)
     def check(body: Any, correlation_id: int, client_id: str | None) -> None:
         frame = encode_request(body, correlation_id, client_id)
-        kio_header, kio_body = decode_request(frame, 0, version, "/h")
-        header, request = decode_produce(bytearray(frame), version, "/h")
+        kio_header, kio_body = decode_request(frame, 0, version, Peer("/h"))
+        header, request = decode_produce(bytearray(frame), version, Peer("/h"))
         assert header == kio_header
         assert (request.transactional_id, request.acks, millis(request.timeout)) == (
             kio_body.transactional_id, kio_body.acks, millis(kio_body.timeout))

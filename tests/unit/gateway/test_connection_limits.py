@@ -51,7 +51,7 @@ def test_a_nodes_dynamic_value_wins_over_the_clusters_over_the_config_file() -> 
 class Silent:
     """A dispatcher that never answers: these tests only open connections."""
 
-    async def handle(self, frame: bytearray, client_host: str = "") -> None:
+    async def handle(self, frame: bytearray, peer: object = None) -> None:
         return None
 
 

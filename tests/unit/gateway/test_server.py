@@ -28,7 +28,7 @@ class Dispatcher:
         self.progress = asyncio.Event()
         self.cancelled: list[int] = []
 
-    async def handle(self, frame: bytearray, client_host: str = "") -> list[bytes]:
+    async def handle(self, frame: bytearray, peer: object = None) -> list[bytes]:
         key, request = struct.unpack(">hh", frame[:4])
         self.started.append(request)
         self.progress.set()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from martlet.protocol.codec import ProtocolError, RequestHeader
+from martlet.protocol.codec import NO_PEER, Peer, ProtocolError, RequestHeader
 from martlet.protocol.native import (
     LAYOUT_KEY,
     WRITE_KEY,
@@ -42,7 +42,7 @@ def test_a_write_reads_back_as_written(parts: list[tuple[str, int, int, int, byt
                                        correlation_id: int) -> None:
     writes = [Write(*part) for part in parts]
     frame = b"".join(write_request(timeout_ms, writes, correlation_id, "client-x"))
-    header, (timeout, decoded) = decode_write_request(_unframed(frame), 0, "127.0.0.1")
+    header, (timeout, decoded) = decode_write_request(_unframed(frame), 0, Peer("/127.0.0.1"))
     assert (header.api_key, header.correlation_id, header.client_id) == (WRITE_KEY, correlation_id, "client-x")
     assert timeout == timeout_ms
     assert [(w.topic, w.partition, w.version, w.session, bytes(w.records)) for w in decoded] == parts
@@ -61,7 +61,7 @@ def test_a_layout_reads_back() -> None:
                            PartitionLayout(1, 32768, 65536, -1, "", -1, -1, -1, 0, 1234))),
               TopicLayout(3, "gone", "", uuid.UUID(int=0), -1, ())]
     request = layout_request(["t", "gone"], 9, "c")
-    header, names_asked = decode_layout_request(_unframed(request), 0, "")
+    header, names_asked = decode_layout_request(_unframed(request), 0, NO_PEER)
     assert (header.api_key, names_asked) == (LAYOUT_KEY, ["t", "gone"])
     assert decode_layout_answer(_unframed(encode_layout_answer(header, topics))) == (9, topics)
 
@@ -72,7 +72,7 @@ def test_garbage_is_a_protocol_error(data: bytes) -> None:
     whole = _unframed(b"".join(frame))
     for candidate in (data, whole[:len(data) % (len(whole) + 1)], whole + data[:3] if data else whole + b"x"):
         try:
-            decode_write_request(candidate, 0, "")
+            decode_write_request(candidate, 0, NO_PEER)
         except ProtocolError:
             continue
 
@@ -81,4 +81,4 @@ def test_a_count_beyond_the_frame_is_refused() -> None:
     frame = bytearray(_unframed(layout_request(["t"], 1, "c")))
     frame[-7:-3] = (2**31 - 1).to_bytes(4, "big")  # the topic count
     with pytest.raises(ProtocolError):
-        decode_layout_request(bytes(frame), 0, "")
+        decode_layout_request(bytes(frame), 0, NO_PEER)
