@@ -26,12 +26,13 @@ from ..gateway.context import Context
 from ..gateway.dispatch import Dispatcher
 from ..gateway.http.service import HttpPort, start_http
 from ..gateway.http.state import HttpState
+from ..gateway.listeners import Listener, Listeners, join_address
 from ..gateway.peers import send_markers
 from ..gateway.registry import apis
 from ..gateway.server import Server
 from ..gateway.settings import GatewaySettings
 from ..gateway.udp import UdpListener
-from .config import HTTP_DEFAULT, ServeConfig, parse_address, split_hdfs_url
+from .config import HTTP_DEFAULT, ServeConfig, listeners_of, parse_address, split_hdfs_url
 
 logger = logging.getLogger(__name__)
 LOCK_PATH = "serve.lock"
@@ -57,7 +58,8 @@ class Broker:
         self.engine = Engine(self.store, config.engine, cluster=self.member,
                              hooks=Hooks(None if self.member is None else send_markers, topic_defaults))
         self.server: Server | None = None
-        self.address: tuple[str, int] | None = None
+        self.address: tuple[str, int] | None = None  # the first listener's, as bound
+        self.bound: tuple[str, ...] = ()  # every listener as bound, "NAME://host:port"
         self.node_id = -1  # known once started
         self.http_server: HttpPort | None = None
         self.http: HttpState | None = None  # `http.http` is the bound "host:port" once served
@@ -78,15 +80,21 @@ class Broker:
         # consoles and `martlet status` read it there); until Kafka's listener is bound, the
         # status it answers names no Kafka address.
         await self._start_http(ctx)
-        self.address = await self.server.start(settings.listen_host, settings.listen_port)
-        ctx.settings = _advertise(settings, self.config.advertised, self.address)
+        listeners = listeners_of(self.config)
+        bound = [(listener, await self.server.start(listener.host, listener.port, listener.name))
+                 for listener in listeners.all]
+        self.address = bound[0][1]
+        ctx.settings = _advertise(settings, listeners, bound)
+        self.bound = ctx.settings.bound
         if self.http is not None:
             self.http.kafka = f"{self.address[0]}:{self.address[1]}"
         if self.member is not None:
             server = self.server
             self.member.connections = lambda: server.connection_count
+        endpoints = tuple(f"{name}://{join_address(host, port)}" for name, host, port in ctx.settings.endpoints)
         identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port,
-                                                 http=self._published_http(ctx.settings.advertised_host))
+                                                 http=self._published_http(ctx.settings.advertised_host),
+                                                 endpoints=endpoints)
         ctx.node_id = self.node_id = identity.node_id
         self.engine.topics.rebase_defaults()  # this node's own dynamic configs, now that it knows its id
         await self._start_udp(ctx)
@@ -148,9 +156,15 @@ class Broker:
             logger.warning("stopping with %d units not handed over in %.0f s", len(ownership.held), timeout_s)
 
 
-def _advertise(settings: GatewaySettings, advertised: str | None, bound: tuple[str, int]) -> GatewaySettings:
-    host, port = parse_address(advertised) if advertised else bound
-    return replace(settings, advertised_host=host, advertised_port=port)
+def _advertise(settings: GatewaySettings, listeners: Listeners,
+               bound: list[tuple[Listener, tuple[str, int]]]) -> GatewaySettings:
+    """Each listener's advertised address (its bound one unless configured); the inter-broker
+    listener's is the node's own address (its registration in a cluster)."""
+    endpoints = tuple((listener.name, *(listener.advertised or address)) for listener, address in bound)
+    _, host, port = next(endpoint for endpoint in endpoints if endpoint[0] == listeners.inter_broker)
+    return replace(settings, advertised_host=host, advertised_port=port, endpoints=endpoints,
+                   bound=tuple(f"{listener.name}://{join_address(*address)}" for listener, address in bound))
+
 
 
 def _hdfs_store(url: str, settings: EngineSettings) -> Store:
@@ -182,6 +196,10 @@ async def run_until_signalled(broker: Broker, ready: asyncio.Event | None = None
         print(f"martlet http on {broker.http.http}", flush=True)
     if broker.udp is not None:
         print(f"martlet udp on {broker.udp.counters.listen}", flush=True)
+    if len(broker.bound) > 1:
+        for listener in broker.bound:  # "NAME://host:port" as bound
+            name, _, address = listener.partition("://")
+            print(f"martlet listener {name} on {address}", flush=True)
     logger.info("serving Kafka on %s:%d as node %d; HTTP %s; UDP %s; store %s; memory budget %d MiB", host, port,
                 broker.node_id, broker.http.http if broker.http and broker.http.http else "off",
                 broker.udp.counters.listen if broker.udp else "off",

@@ -15,6 +15,7 @@ from typing import Any
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
 from ..gateway import connection_limits
 from ..gateway.broker_dynamic import static_limits
+from ..gateway.listeners import Listeners, SecurityProtocol, parse_listeners
 from ..gateway.settings import GatewaySettings
 
 HTTP_DEFAULT = "127.0.0.1:9644"
@@ -32,6 +33,9 @@ class ServeConfig:
     engine: EngineSettings = field(default_factory=EngineSettings)
     data_dir: str = "./martlet-data"
     advertised: str | None = None
+    # Kafka's listeners ([gateway] listeners and the keys beside it); None: one PLAINTEXT
+    # listener at `listen` (GatewaySettings.listen_host/port), advertised as `advertised`.
+    listeners: Listeners | None = None
     store: str | None = None  # "hdfs://HOST:PORT/ROOT"; None keeps the data in data_dir
     zookeeper: str | None = None  # "HOST:PORT[/chroot]": join that cluster; None: the embedded single node
     zookeeper_session_ms: int = 4000  # a broker silent this long is dead and its partitions move
@@ -87,7 +91,55 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
     return replace(config, engine=engine)
 
 
+LISTENER_KEYS = ("listeners", "listener_security_protocol_map", "advertised_listeners", "inter_broker_listener_name")
+
+
+def listeners_of(config: ServeConfig) -> Listeners:
+    """The listeners the broker serves: those configured, else one PLAINTEXT listener at `listen`."""
+    if config.listeners is not None:
+        return config.listeners
+    settings = config.gateway
+    host = settings.listen_host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address, as listeners write it
+    advertised = [f"PLAINTEXT://{config.advertised}"] if config.advertised else []
+    return parse_listeners([f"PLAINTEXT://{host}:{settings.listen_port}"], None, advertised)
+
+
+def _apply_listeners(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfig:
+    given = {key: gateway.pop(key) for key in LISTENER_KEYS if key in gateway}
+    if not given:
+        return config
+    if "listeners" not in given:
+        raise ConfigError(f"[gateway] {next(iter(given))} needs listeners")
+    if "listen" in gateway or "advertised" in gateway:
+        raise ConfigError("[gateway]: listeners replaces listen and advertised; name one or the other")
+    listeners, advertised = given["listeners"], given.get("advertised_listeners", [])
+    protocol_map, inter_broker = given.get("listener_security_protocol_map"), given.get("inter_broker_listener_name")
+    if not _strings(listeners) or not _strings(advertised):
+        raise ConfigError('[gateway] listeners and advertised_listeners: expected lists of "NAME://HOST:PORT"')
+    if not (protocol_map is None or isinstance(protocol_map, str) or
+            (isinstance(protocol_map, dict) and _strings(list(protocol_map.values())))):
+        raise ConfigError('[gateway] listener_security_protocol_map: expected "NAME:PROTOCOL,..." or a table')
+    if not (inter_broker is None or isinstance(inter_broker, str)):
+        raise ConfigError("[gateway] inter_broker_listener_name: expected a listener's name")
+    try:
+        parsed = parse_listeners(listeners, protocol_map, advertised, inter_broker)
+    except ValueError as error:
+        raise ConfigError(f"[gateway] {error}") from None
+    for listener in parsed.all:  # TLS and SASL come next (issue 39): refused, never served as plaintext
+        if listener.protocol is not SecurityProtocol.PLAINTEXT:
+            raise ConfigError(f"[gateway] listeners: {listener.name} is {listener.protocol.value}, "
+                              "which this Martlet does not serve yet (only PLAINTEXT)")
+    return replace(config, listeners=parsed)
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
 def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfig:
+    config = _apply_listeners(config, gateway)
     if "listen" in gateway:
         config = with_listen(config, gateway.pop("listen"))
     if "advertised" in gateway:
@@ -167,6 +219,8 @@ def split_hdfs_url(url: str) -> tuple[str, str]:
 
 
 def with_listen(config: ServeConfig, text: str) -> ServeConfig:
+    if config.listeners is not None:
+        raise ConfigError("--listen: the config file names listeners; change them there")
     host, port = parse_address(text)
     return replace(config, gateway=replace(config.gateway, listen_host=host, listen_port=port))
 

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 GATEWAY_NOTES = {
     "listen": "address to listen on; port 0 picks a free port",
     "advertised": "address written into Metadata answers (default: the listen address)",
+    "listeners": 'Kafka\'s listeners, "NAME://HOST:PORT" each; replaces listen and advertised',
+    "listener_security_protocol_map": 'Kafka\'s listener.security.protocol.map, "NAME:PROTOCOL,..." or a table '
+                                      "(default: each name is its protocol; PLAINTEXT only for now)",
+    "advertised_listeners": "what Metadata tells clients of each listener they came in on (default: where it listens)",
+    "inter_broker_listener_name": "the listener brokers reach each other on, its address the node's own (default: the first)",
     "data_dir": "where data lives; a second broker on a data dir in use refuses to start",
     "store": 'keep the data on HDFS instead ("hdfs://HOST:PORT/PATH"); the data dir keeps the lock',
     "frame_bytes_max": "larger requests close the connection (Kafka's socket.request.max.bytes)",
@@ -85,7 +90,7 @@ TOPIC_NOTES = {
 # Settings fields that are not keys of their section (sections of their own, set by flags, or
 # the Kafka topic configs a topic keeps without effect, set through Kafka's APIs only).
 NOT_KEYS = {"topic_defaults", "groups", "listen_host", "listen_port", "advertised_host", "advertised_port", "kept",
-            "http_allowed_hosts"}
+            "http_allowed_hosts", "endpoints", "bound"}
 
 
 def defaults_toml() -> str:
@@ -93,6 +98,10 @@ def defaults_toml() -> str:
     gateway = GatewaySettings()
     gateway_values: dict[str, object] = {
         "listen": f"{gateway.listen_host}:{gateway.listen_port}", "advertised": Unset("HOST:PORT"),
+        "listeners": Unset(["CLIENT://0.0.0.0:9093", "LOCAL://127.0.0.1:9092"]),
+        "listener_security_protocol_map": Unset("CLIENT:PLAINTEXT,LOCAL:PLAINTEXT"),
+        "advertised_listeners": Unset(["CLIENT://broker1.example.com:9093"]),
+        "inter_broker_listener_name": Unset("LOCAL"),
         "data_dir": "./martlet-data", "store": Unset("hdfs://HOST:PORT/PATH"),
         "zookeeper": Unset("127.0.0.1:2181/martlet"), "zookeeper_session_ms": 4000}
     http_values: dict[str, object] = {"listen": ServeConfig().http_listen,
@@ -131,7 +140,7 @@ def _values(settings: DataclassInstance) -> dict[str, object]:
 class Unset:
     """A key without a default: shown commented out, with an example value."""
 
-    example: str
+    example: object
 
 
 def _line(key: str, value: object) -> str:

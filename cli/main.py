@@ -111,6 +111,8 @@ def serve(args: argparse.Namespace) -> int:
         if args.listen:
             config = with_listen(config, args.listen)
         if args.advertised:
+            if config.listeners is not None:
+                raise ConfigError("--advertised: the config file names listeners; change advertised_listeners there")
             config = replace(config, advertised=args.advertised)
         if args.data_dir:
             config = replace(config, data_dir=args.data_dir)

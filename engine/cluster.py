@@ -49,6 +49,9 @@ class NodeIdentity:
     port: int
     rack: str | None = None
     http: str | None = None  # opaque to the engine: the gateway's HTTP address, null where none is published
+    # Opaque to the engine too: the gateway's listeners as "NAME://host:port", as clients on
+    # each reach this node; none where a node has one listener (host and port say it).
+    endpoints: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +117,11 @@ class ClusterView(Protocol):
     def owns_shard(self, shard: int) -> bool:
         ...
 
-    def advertise(self, host: str, port: int, rack: str | None = None, http: str | None = None) -> NodeIdentity:
+    def advertise(self, host: str, port: int, rack: str | None = None, http: str | None = None,
+                  endpoints: tuple[str, ...] = ()) -> NodeIdentity:
         """Announce the address clients reach this node at, once its listener is bound, and
-        `http`, an address other nodes pass on untouched (the gateway's HTTP port); returns the
-        node's identity with them."""
+        `http` and `endpoints`, which other nodes pass on untouched (the gateway's HTTP port,
+        its listeners); returns the node's identity with them."""
         ...
 
     def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
@@ -177,9 +181,10 @@ class EmbeddedCluster:
     def owns_shard(self, shard: int) -> bool:
         return True
 
-    def advertise(self, host: str, port: int, rack: str | None = None, http: str | None = None) -> NodeIdentity:
-        """Set the address clients are told to use for this node (and its HTTP address)."""
-        self._node = replace(self._node, host=host, port=port, rack=rack, http=http)
+    def advertise(self, host: str, port: int, rack: str | None = None, http: str | None = None,
+                  endpoints: tuple[str, ...] = ()) -> NodeIdentity:
+        """Set the address clients are told to use for this node (its HTTP address, its listeners)."""
+        self._node = replace(self._node, host=host, port=port, rack=rack, http=http, endpoints=endpoints)
         self._listeners.tell(ClusterChange(self.alive(), ownership_changed=False))
         return self._node
 

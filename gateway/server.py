@@ -59,14 +59,13 @@ REJECTED_LOG_S = 10.0  # after one line about a refused connection, the next com
 
 class Server:
     def __init__(self, dispatcher: Dispatcher, frame_bytes_max: int,
-                 limits: Callable[[], ConnectionLimits] = ConnectionLimits, listener: str = "") -> None:
+                 limits: Callable[[], ConnectionLimits] = ConnectionLimits) -> None:
         self.dispatcher = dispatcher
-        self.listener = listener  # the name of the listener it serves (gateway/listeners.py)
         self.frame_bytes_max = frame_bytes_max
         self.limits = limits  # read at each accept: the dynamic configs may change them
         self.files_bound = file_bound()  # connections leave the rest of the open files to the store
         self.chunk = bytearray(CHUNK_BYTES)  # every connection's reads go here first (framing.py)
-        self._listener: socket.socket | None = None
+        self._sockets: list[tuple[socket.socket, str]] = []  # listening, each with its listener's name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._accepting = False
         self._recheck: asyncio.TimerHandle | None = None
@@ -93,18 +92,22 @@ class Server:
                 held_out += connection.transport.get_write_buffer_size()
         return held_in, held_out
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
+    async def start(self, host: str, port: int, listener: str = "") -> tuple[str, int]:
+        """Listen at (host, port) too, for the listener of that name (gateway/listeners.py);
+        returns the address bound. Connection limits count every listener's connections."""
         self._loop = asyncio.get_running_loop()
-        self._listener = _listen(host, port)
+        sock = _listen(host, port)
+        self._stop_accepting()
+        self._sockets.append((sock, listener))
         self._accept_again()
-        bound = self._listener.getsockname()
+        bound = sock.getsockname()
         return bound[0], bound[1]
 
     async def stop(self) -> None:
         self._stop_accepting()
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
+        for sock, _ in self._sockets:
+            sock.close()
+        self._sockets = []
         for task in list(self._connecting):
             task.cancel()
         tasks = [c.task for c in self._connections if c.task is not None]
@@ -114,15 +117,14 @@ class Server:
 
     # -- accepting -------------------------------------------------------------------------
 
-    def _accept_ready(self) -> None:
-        assert self._listener is not None
+    def _accept_ready(self, listening: socket.socket, listener: str) -> None:
         for _ in range(ACCEPT_BATCH):
             limits = self.limits()
             if self._open >= min(limits.total, self.files_bound):
                 self._stop_accepting(recheck_s=RECHECK_S)  # they wait in the backlog, as at Kafka's acceptor
                 return
             try:
-                sock, peer = self._listener.accept()
+                sock, peer = listening.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as error:
@@ -131,9 +133,9 @@ class Server:
                 logger.error("cannot accept connections (%s): trying again in %.0f s", error, RECHECK_S)
                 self._stop_accepting(recheck_s=RECHECK_S)
                 return
-            self._admit(sock, client_ip(peer[0]), limits)
+            self._admit(sock, client_ip(peer[0]), limits, listener)
 
-    def _admit(self, sock: socket.socket, ip: str, limits: ConnectionLimits) -> None:
+    def _admit(self, sock: socket.socket, ip: str, limits: ConnectionLimits, listener: str) -> None:
         allowed = limits.of_ip(ip)
         if self._by_ip[ip] >= allowed:
             sock.close()
@@ -143,7 +145,7 @@ class Server:
         self._open += 1
         self.accepted += 1
         sock.setblocking(False)  # (asyncio's transports and uvloop's set TCP_NODELAY themselves)
-        connection = Connection(self, ip)
+        connection = Connection(self, ip, listener)
         assert self._loop is not None
         task = self._loop.create_task(self._connect(sock, connection))
         self._connecting.add(task)
@@ -169,13 +171,15 @@ class Server:
 
     def _accept_again(self) -> None:
         self._recheck = None
-        if self._listener is not None and self._loop is not None and not self._accepting:
-            self._loop.add_reader(self._listener.fileno(), self._accept_ready)
+        if self._sockets and self._loop is not None and not self._accepting:
+            for sock, listener in self._sockets:
+                self._loop.add_reader(sock.fileno(), self._accept_ready, sock, listener)
             self._accepting = True
 
     def _stop_accepting(self, recheck_s: float | None = None) -> None:
-        if self._accepting and self._listener is not None and self._loop is not None:
-            self._loop.remove_reader(self._listener.fileno())
+        if self._accepting and self._loop is not None:
+            for sock, _ in self._sockets:
+                self._loop.remove_reader(sock.fileno())
         self._accepting = False
         if self._recheck is not None:
             self._recheck.cancel()
@@ -224,7 +228,7 @@ class Connection(asyncio.BufferedProtocol):
                  "task", "_wake", "_write_waiters", "_reading_paused", "_ended", "_lost", "_answering", "_writer",
                  "_waiting")
 
-    def __init__(self, server: Server, ip: str) -> None:
+    def __init__(self, server: Server, ip: str, listener: str = "") -> None:
         self.server = server
         self.ip = ip  # counted under it (max.connections.per.ip)
         self._released = False
@@ -232,7 +236,7 @@ class Connection(asyncio.BufferedProtocol):
         self.frames: collections.deque[_Queued] = collections.deque()
         self.queued_bytes = 0
         self.peer = "?"  # "host:port" of the client, for log lines
-        self.client = Peer("", server.listener)  # who sent the requests, for the handlers
+        self.client = Peer("", listener)  # who sent the requests, for the handlers
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task[None] | None = None
         self._wake: asyncio.Future[None] | None = None  # the serving task waits for a frame (or the end)
@@ -253,7 +257,7 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple):
             self.peer = f"{peer[0]}:{peer[1]}"
-            self.client = Peer(f"/{peer[0]}", self.server.listener)  # Kafka shows hosts as "/address"
+            self.client = Peer(f"/{peer[0]}", self.client.listener)  # Kafka shows hosts as "/address"
         self.server._connections.add(self)
         self.task = asyncio.get_running_loop().create_task(self._serve())
 

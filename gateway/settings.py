@@ -11,6 +11,10 @@ class GatewaySettings:
     listen_port: int = 9092
     advertised_host: str = "127.0.0.1"
     advertised_port: int = 9092
+    # Each listener's advertised address (name, host, port), known once bound; a request that
+    # came in on a listener not here (a test calling the dispatcher) is told advertised_host/port.
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+    bound: tuple[str, ...] = ()  # each listener as bound, "NAME://host:port" (DescribeConfigs' listeners)
     frame_bytes_max: int = 104_857_600
     auto_create_topics: bool = False
     default_partitions: int = 1
@@ -23,3 +27,10 @@ class GatewaySettings:
     # More names the HTTP port's Host field may give ([http] allowed_hosts; "*": any), besides
     # its own (gateway/http/guard.py). Here, not in ServeConfig, so the port reads it from its context.
     http_allowed_hosts: tuple[str, ...] = ()
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """Where clients that came in on `listener` reach this node."""
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return host, port
+        return self.advertised_host, self.advertised_port

@@ -91,6 +91,7 @@ class BrokerRecord:
     applied_epoch: int = 0  # the epoch of the last assignment it acted on
     sessions: dict[str, int] = field(default_factory=dict)  # S of each partition it serves (Kafka's leader epoch)
     http: str | None = None  # its gateway's HTTP address, "host:port"; absent (null) in records of older brokers
+    endpoints: tuple[str, ...] = ()  # its gateway's listeners, "NAME://host:port"; absent in older records
 
     @property
     def address(self) -> str:
@@ -102,6 +103,7 @@ class BrokerRecord:
             "held": sorted(self.held), "bytes_in": self.bytes_in, "bytes_out": self.bytes_out,
             "memory_bytes": self.memory_bytes, "connections": self.connections, "leaving": self.leaving,
             "applied_epoch": self.applied_epoch, "sessions": self.sessions, "http": self.http,
+            "endpoints": list(self.endpoints),
         }, separators=(",", ":")).encode()
 
     @classmethod
@@ -110,7 +112,8 @@ class BrokerRecord:
         return cls(raw["id"], raw["host"], raw["port"], raw.get("machine", raw["host"]), raw.get("rack"),
                    frozenset(raw.get("held", ())), dict(raw.get("bytes_in", {})), dict(raw.get("bytes_out", {})),
                    int(raw.get("memory_bytes", 0)), int(raw.get("connections", 0)), bool(raw.get("leaving", False)),
-                   int(raw.get("applied_epoch", 0)), dict(raw.get("sessions", {})), _text_or_none(raw.get("http")))
+                   int(raw.get("applied_epoch", 0)), dict(raw.get("sessions", {})), _text_or_none(raw.get("http")),
+                   tuple(str(endpoint) for endpoint in raw.get("endpoints", ())))
 
 
 def _text_or_none(value: object) -> str | None:

@@ -140,13 +140,14 @@ class ZooKeeperCluster:
             self._zk.ensure_path(self.path(node))
         self._zk.add_listener(self._on_state)
 
-    def advertise(self, host: str, port: int, rack: str | None = None, http: str | None = None) -> NodeIdentity:
-        """Take the node id of this address, register (with `http`, the gateway's HTTP address,
-        published as it is given), and start following the cluster."""
+    def advertise(self, host: str, port: int, rack: str | None = None, http: str | None = None,
+                  endpoints: tuple[str, ...] = ()) -> NodeIdentity:
+        """Take the node id of this address, register (with `http` and `endpoints`, the
+        gateway's HTTP address and listeners, published as given), and start following the cluster."""
         self._loop = asyncio.get_running_loop()
         self._tick()
         address = f"{host}:{port}"
-        self._node = NodeIdentity(self._node_id_for(address), host, port, rack or self._rack, http)
+        self._node = NodeIdentity(self._node_id_for(address), host, port, rack or self._rack, http, endpoints)
         self._register()
         self._refresh()
         self._thread = threading.Thread(target=self._run, name="martlet-zookeeper", daemon=True)
@@ -317,7 +318,7 @@ class ZooKeeperCluster:
         node = self._node
         return BrokerRecord(node.node_id, node.host, node.port, self._machine, node.rack, self._held,
                             rates_in, rates_out, memory, self.connections(), self._leaving, self._applied_epoch,
-                            sessions, node.http)
+                            sessions, node.http, node.endpoints)
 
     def _register(self) -> None:
         """Create our ephemeral nodes. One left by an earlier process on this address (killed,
@@ -472,4 +473,4 @@ class ZooKeeperCluster:
         return None if record is None else self._identity(record)
 
     def _identity(self, record: BrokerRecord) -> NodeIdentity:
-        return NodeIdentity(record.node_id, record.host, record.port, record.rack, record.http)
+        return NodeIdentity(record.node_id, record.host, record.port, record.rack, record.http, record.endpoints)

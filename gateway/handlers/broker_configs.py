@@ -25,6 +25,7 @@ from ...engine.api import NodeIdentity
 from ...protocol.answers import DescribeConfigsResourceResultAnswer, DescribeConfigsSynonymAnswer
 from ..broker_dynamic import CLUSTER, DYNAMIC_DEFAULT, layers
 from ..context import Context
+from ..listeners import join_address
 from ..topic_configs import BY_ENGINE, Layers
 from .metadata import address
 
@@ -60,15 +61,23 @@ def _retention_hours(ctx: Context, _node: NodeIdentity) -> str:
 
 
 def _listener(ctx: Context, node: NodeIdentity) -> str:
-    host, port = address(ctx, node)
-    return f"PLAINTEXT://{host}:{port}"
+    """The node's advertised listeners."""
+    if node.node_id == ctx.node_id and ctx.settings.endpoints:
+        return ",".join(f"{name}://{join_address(host, port)}" for name, host, port in ctx.settings.endpoints)
+    if node.node_id != ctx.node_id and node.endpoints:
+        return ",".join(node.endpoints)
+    host, port = address(ctx, node, "")
+    return f"PLAINTEXT://{join_address(host, port)}"
 
 
 def _bound_listener(ctx: Context, node: NodeIdentity) -> str:
-    """What the node listens on: this node's bound socket, another node's advertised address."""
+    """What the node listens on: this node's bound sockets, another node's advertised addresses."""
     if node.node_id != ctx.node_id:
         return _listener(ctx, node)
-    return f"PLAINTEXT://{ctx.settings.listen_host}:{ctx.settings.listen_port}"
+    if ctx.settings.bound:
+        return ",".join(ctx.settings.bound)
+    return f"PLAINTEXT://{join_address(ctx.settings.listen_host, ctx.settings.listen_port)}"
+
 
 
 BROKER_CONFIGS: tuple[BrokerConfig, ...] = (

@@ -40,6 +40,7 @@ from ..context import Context
 from ..mapping import group_code
 from .api import handles
 from .common import millis
+from .metadata import address
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types; 2 (share groups, v6) is not served
 BATCHED_FROM = 4  # FindCoordinator: a list of keys, each answered with its own code and message (KIP-699)
@@ -54,29 +55,32 @@ async def find_coordinator(ctx: Context, header: RequestHeader, request: FindCoo
     error's name) in v1-v3, "" in the batched form."""
     if header.api_version >= BATCHED_FROM:
         keys = list(request.coordinator_keys)
-        return {"throttle_time": 0, "coordinators": [_coordinator(ctx, key, request.key_type, "") for key in keys]}
+        return {"throttle_time": 0, "coordinators": [_coordinator(ctx, key, request.key_type, "", header.peer.listener)
+                                                           for key in keys]}
     key_type = getattr(request, "key_type", GROUP_KEY)
-    found = _coordinator(ctx, request.key, key_type, "NONE")  # type: ignore[attr-defined]  # v0-v3 field
+    found = _coordinator(ctx, request.key, key_type, "NONE", header.peer.listener)  # type: ignore[attr-defined]  # v0-v3 field
     return {"throttle_time": 0, "error_code": found["error_code"], "error_message": found["error_message"],
             "node_id": found["node_id"], "host": found["host"], "port": found["port"]}
 
 
-def _coordinator(ctx: Context, key: str, key_type: int, found_message: str) -> FindCoordinatorCoordinatorAnswer:
+def _coordinator(ctx: Context, key: str, key_type: int, found_message: str,
+                 listener: str) -> FindCoordinatorCoordinatorAnswer:
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):  # Kafka 4.4 without share groups answers INVALID_REQUEST too
         return {"key": key, "error_code": ErrorCode.invalid_request, "node_id": -1, "host": "",
                 "port": -1, "error_message": f"coordinator key type {key_type} is not served"}
     # A transactional id lives in the coordinator shard its id hashes to, as a group does
     # (engine/transactions/service.py), so both kinds of key find the same coordinator.
-    if ctx.groups.coordinates(key):  # this node: the address it advertises
-        settings = ctx.settings
-        return {"key": key, "error_code": ErrorCode.none, "node_id": ctx.node_id, "host": settings.advertised_host,
-                "port": settings.advertised_port, "error_message": found_message}
+    if ctx.groups.coordinates(key):  # this node: the address it advertises on that listener
+        host, port = ctx.settings.endpoint(listener)
+        return {"key": key, "error_code": ErrorCode.none, "node_id": ctx.node_id, "host": host,
+                "port": port, "error_message": found_message}
     node = ctx.coordinator_of(key)  # in a cluster: the node serving the group's coordinator shard
     if node is None:
         return {"key": key, "error_code": ErrorCode.coordinator_not_available, "node_id": -1, "host": "",
                 "port": -1, "error_message": "the group's coordinator is moving; try again"}
-    return {"key": key, "error_code": ErrorCode.none, "node_id": node.node_id, "host": node.host,
-            "port": node.port, "error_message": found_message}
+    host, port = address(ctx, node, listener)
+    return {"key": key, "error_code": ErrorCode.none, "node_id": node.node_id, "host": host,
+            "port": port, "error_message": found_message}
 
 
 @handles(ApiKey.JOIN_GROUP, 0, 9)

@@ -24,6 +24,7 @@ coordinator shard (internal_topics.py).
 
 from __future__ import annotations
 
+import functools
 import uuid
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
@@ -56,18 +57,36 @@ PARTITION_LIMIT_MAX = 2000  # Kafka's max.request.partition.size.limit default
 TOPIC_OPERATIONS = 3576  # what Kafka without an authorizer reports: READ to ALTER_CONFIGS, all allowed
 
 
-def address(ctx: Context, node: NodeIdentity) -> tuple[str, int]:
-    """Where clients reach `node`: this node's advertised address comes from the gateway's
-    settings (known once its listener is bound), other nodes' from the view."""
+def address(ctx: Context, node: NodeIdentity, listener: str) -> tuple[str, int]:
+    """Where a client that came in on `listener` reaches `node`, as Kafka answers: this node's
+    address comes from the gateway's settings (each listener's, known once bound), another
+    node's from the listeners it registered (its one address when it registered none, or
+    none of that name)."""
     if node.node_id == ctx.node_id:
-        return ctx.settings.advertised_host, ctx.settings.advertised_port
+        return ctx.settings.endpoint(listener)
+    if node.endpoints:
+        found = _endpoints(node.endpoints).get(listener)
+        if found is not None:
+            return found
     return node.host, node.port
 
 
-def brokers(ctx: Context) -> list[MetadataBrokerAnswer]:
+@functools.cache
+def _endpoints(endpoints: tuple[str, ...]) -> dict[str, tuple[str, int]]:
+    """{name: (host, port)} of registered "NAME://host:port" endpoints (a node's, unchanged while it lives)."""
+    found = {}
+    for endpoint in endpoints:
+        name, _, hostport = endpoint.partition("://")
+        host, _, port = hostport.rpartition(":")
+        if port.isdigit():
+            found[name] = (host.strip("[]"), int(port))
+    return found
+
+
+def brokers(ctx: Context, listener: str) -> list[MetadataBrokerAnswer]:
     answers: list[MetadataBrokerAnswer] = []
     for node in ctx.cluster.alive():
-        host, port = address(ctx, node)
+        host, port = address(ctx, node, listener)
         answers.append({"node_id": node.node_id, "host": host, "port": port, "rack": node.rack})
     return answers
 
@@ -188,7 +207,7 @@ async def metadata(ctx: Context, header: RequestHeader, request: MetadataRequest
         topics += [describe_internal_topic(ctx, name, replicas) for name in INTERNAL_CONFIGS]
     else:
         topics = await _requested(ctx, request)
-    return {"throttle_time": 0, "brokers": brokers(ctx), "cluster_id": ctx.cluster_id,
+    return {"throttle_time": 0, "brokers": brokers(ctx, header.peer.listener), "cluster_id": ctx.cluster_id,
             "controller_id": ctx.cluster.controller().node_id, "topics": topics,
             "cluster_authorized_operations": NO_OPERATIONS, "error_code": ErrorCode.none}
 
@@ -198,7 +217,8 @@ async def describe_cluster(ctx: Context, header: RequestHeader, request: Describ
     return {"throttle_time": 0, "error_code": ErrorCode.none, "endpoint_type": 1,
             "cluster_id": ctx.cluster_id, "controller_id": ctx.cluster.controller().node_id,
             "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
-                         "is_fenced": False} for b in brokers(ctx)],  # a live node is never fenced
+                         "is_fenced": False}  # a live node is never fenced
+                        for b in brokers(ctx, header.peer.listener)],
             "cluster_authorized_operations": NO_OPERATIONS}
 
 

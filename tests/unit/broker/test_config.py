@@ -42,3 +42,34 @@ def test_http_allowed_hosts_reach_the_gateway_settings() -> None:
 def test_http_allowed_hosts_must_be_a_list_of_names(value: object) -> None:
     with pytest.raises(ConfigError, match="allowed_hosts"):
         from_document({"http": {"allowed_hosts": value}})
+
+
+def test_listeners_replace_listen_and_without_them_listen_is_one_plaintext_listener() -> None:
+    from martlet.broker.config import listeners_of
+    from martlet.gateway.listeners import SecurityProtocol
+
+    config = from_document({"gateway": {"listeners": ["CLIENT://0.0.0.0:9093", "LOCAL://127.0.0.1:0"],
+                                        "listener_security_protocol_map": {"CLIENT": "PLAINTEXT", "LOCAL": "PLAINTEXT"},
+                                        "advertised_listeners": ["CLIENT://broker1.example.com:9093"],
+                                        "inter_broker_listener_name": "local"}})
+    listeners = listeners_of(config)
+    assert [(lis.name, lis.host, lis.port, lis.advertised) for lis in listeners.all] == [
+        ("CLIENT", "0.0.0.0", 9093, ("broker1.example.com", 9093)), ("LOCAL", "127.0.0.1", 0, None)]
+    assert listeners.inter_broker == "LOCAL"
+    plain = listeners_of(from_document({"gateway": {"listen": "[::1]:9092", "advertised": "b.example:19092"}}))
+    assert [(lis.name, lis.protocol, lis.host, lis.port, lis.advertised) for lis in plain.all] == [
+        ("PLAINTEXT", SecurityProtocol.PLAINTEXT, "::1", 9092, ("b.example", 19092))]
+
+
+@pytest.mark.parametrize(("gateway", "message"), [
+    ({"listeners": ["A://h:1"], "listen": "h:2"}, "listeners replaces listen and advertised"),
+    ({"advertised_listeners": ["A://h:1"]}, "advertised_listeners needs listeners"),
+    ({"listeners": "PLAINTEXT://h:1"}, "expected lists"),
+    ({"listeners": ["PLAINTEXT://h:1"], "listener_security_protocol_map": 7}, "listener_security_protocol_map"),
+    ({"listeners": ["PLAINTEXT://h:1"], "inter_broker_listener_name": 1}, "inter_broker_listener_name"),
+    ({"listeners": ["CLIENT://h:1"]}, "CLIENT has no security protocol"),
+    ({"listeners": ["SSL://h:1"]}, "SSL is SSL, which this Martlet does not serve yet"),
+])
+def test_listener_settings_kafka_or_martlet_refuse_get_a_clear_error(gateway: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_document({"gateway": gateway})
