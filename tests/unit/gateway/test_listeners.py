@@ -58,3 +58,23 @@ def test_settings_kafka_refuses_are_refused_naming_the_setting(listeners, protoc
                                                                message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_listeners(listeners, protocol_map, advertised, inter_broker)
+
+
+def test_a_node_is_reached_at_the_endpoint_of_the_listener_the_client_came_in_on():
+    from types import SimpleNamespace
+
+    from martlet.engine.api import NodeIdentity
+    from martlet.gateway.handlers.metadata import address
+    from martlet.gateway.settings import GatewaySettings
+
+    settings = GatewaySettings(advertised_host="10.0.0.1", advertised_port=9092,
+                               endpoints=(("LOCAL", "10.0.0.1", 9092), ("CLIENT", "b1.example", 9093)))
+    ctx = SimpleNamespace(node_id=1, settings=settings)
+    this = NodeIdentity(1, "10.0.0.1", 9092)
+    other = NodeIdentity(2, "10.0.0.2", 9092, endpoints=("LOCAL://10.0.0.2:9092", "CLIENT://[::2]:9093"))
+    older = NodeIdentity(3, "10.0.0.3", 9092)  # registered no endpoints
+    assert [address(ctx, node, "CLIENT") for node in (this, other, older)] == [
+        ("b1.example", 9093), ("::2", 9093), ("10.0.0.3", 9092)]
+    assert [address(ctx, node, "LOCAL") for node in (this, other, older)] == [
+        ("10.0.0.1", 9092), ("10.0.0.2", 9092), ("10.0.0.3", 9092)]
+    assert address(ctx, this, "") == ("10.0.0.1", 9092)  # not from a connection: the node's own address
