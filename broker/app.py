@@ -31,6 +31,7 @@ from ..gateway.peers import send_markers
 from ..gateway.registry import apis
 from ..gateway.server import Server
 from ..gateway.settings import GatewaySettings
+from ..gateway.tls import ServerContexts
 from ..gateway.udp import UdpListener
 from .config import HTTP_DEFAULT, ServeConfig, listeners_of, parse_address, split_hdfs_url
 
@@ -81,7 +82,9 @@ class Broker:
         # status it answers names no Kafka address.
         await self._start_http(ctx)
         listeners = listeners_of(self.config)
-        bound = [(listener, await self.server.start(listener.host, listener.port, listener.name))
+        contexts = ServerContexts(self.config.tls) if any(lis.protocol.tls for lis in listeners.all) else None
+        bound = [(listener, await self.server.start(listener.host, listener.port, listener.name,
+                                                    contexts if listener.protocol.tls else None))
                  for listener in listeners.all]
         self.address = bound[0][1]
         ctx.settings = _advertise(settings, listeners, bound)
@@ -160,11 +163,18 @@ def _advertise(settings: GatewaySettings, listeners: Listeners,
                bound: list[tuple[Listener, tuple[str, int]]]) -> GatewaySettings:
     """Each listener's advertised address (its bound one unless configured); the inter-broker
     listener's is the node's own address (its registration in a cluster)."""
-    endpoints = tuple((listener.name, *(listener.advertised or address)) for listener, address in bound)
+    endpoints = tuple((listener.name, *(listener.advertised or _where(listener, address))) for listener, address in bound)
     _, host, port = next(endpoint for endpoint in endpoints if endpoint[0] == listeners.inter_broker)
     return replace(settings, advertised_host=host, advertised_port=port, endpoints=endpoints,
                    bound=tuple(f"{listener.name}://{join_address(*address)}" for listener, address in bound))
 
+
+
+def _where(listener: Listener, bound: tuple[str, int]) -> tuple[str, int]:
+    """A listener not advertised: the host it was given (a name stays a name, as Kafka keeps
+    it), or the bound one for an empty or wildcard host; the bound port."""
+    host = listener.host if listener.host not in WILDCARD_HOSTS else bound[0]
+    return host, bound[1]
 
 
 def _hdfs_store(url: str, settings: EngineSettings) -> Store:

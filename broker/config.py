@@ -1,6 +1,6 @@
 """`martlet serve` settings: defaults, then the TOML config file, then command-line flags.
 
-The config file has six sections, [gateway], [http], [udp], [engine], [groups] and [topic_defaults];
+The config file has seven sections, [gateway], [http], [udp], [tls], [engine], [groups] and [topic_defaults];
 every key is optional. broker/config_keys.py lists each key with its default and meaning, and
 `martlet config` prints them as a file.
 """
@@ -13,10 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
-from ..gateway import connection_limits
+from ..gateway import connection_limits, tls
 from ..gateway.broker_dynamic import static_limits
-from ..gateway.listeners import Listeners, SecurityProtocol, parse_listeners
+from ..gateway.listeners import Listeners, parse_listeners
 from ..gateway.settings import GatewaySettings
+from ..gateway.tls import TlsSettings
 
 HTTP_DEFAULT = "127.0.0.1:9644"
 HTTP_OFF = ("", "off")
@@ -36,6 +37,7 @@ class ServeConfig:
     # Kafka's listeners ([gateway] listeners and the keys beside it); None: one PLAINTEXT
     # listener at `listen` (GatewaySettings.listen_host/port), advertised as `advertised`.
     listeners: Listeners | None = None
+    tls: TlsSettings = field(default_factory=TlsSettings)  # [tls]: what SSL listeners serve
     store: str | None = None  # "hdfs://HOST:PORT/ROOT"; None keeps the data in data_dir
     zookeeper: str | None = None  # "HOST:PORT[/chroot]": join that cluster; None: the embedded single node
     zookeeper_session_ms: int = 4000  # a broker silent this long is dead and its partitions move
@@ -66,7 +68,7 @@ def load(path: str | None) -> ServeConfig:
 
 
 def from_document(doc: dict[str, Any]) -> ServeConfig:
-    unknown = set(doc) - {"gateway", "http", "udp", "engine", "groups", "topic_defaults"}
+    unknown = set(doc) - {"gateway", "http", "udp", "tls", "engine", "groups", "topic_defaults"}
     if unknown:
         raise ConfigError(f"unknown config sections: {', '.join(sorted(unknown))}")
     config = ServeConfig()
@@ -77,6 +79,7 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
         connection_limits.parse(static_limits(config.gateway))
     except ValueError as error:
         raise ConfigError(f"[gateway]: {error}") from None
+    config = _apply_tls(config, dict(doc.get("tls", {})))
     config = _apply_http(config, dict(doc.get("http", {})))
     config = _apply_udp(config, dict(doc.get("udp", {})))
     try:
@@ -127,11 +130,26 @@ def _apply_listeners(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfi
         parsed = parse_listeners(listeners, protocol_map, advertised, inter_broker)
     except ValueError as error:
         raise ConfigError(f"[gateway] {error}") from None
-    for listener in parsed.all:  # TLS and SASL come next (issue 39): refused, never served as plaintext
-        if listener.protocol is not SecurityProtocol.PLAINTEXT:
+    for listener in parsed.all:  # SASL comes next (issue 39): refused, never served unauthenticated
+        if listener.protocol.sasl:
             raise ConfigError(f"[gateway] listeners: {listener.name} is {listener.protocol.value}, "
-                              "which this Martlet does not serve yet (only PLAINTEXT)")
+                              "which this Martlet does not serve yet (PLAINTEXT and SSL only)")
     return replace(config, listeners=parsed)
+
+
+def _apply_tls(config: ServeConfig, section: dict[str, Any]) -> ServeConfig:
+    """[tls], checked (files loaded) when a listener uses it."""
+    if "protocols" in section:
+        if not _strings(section["protocols"]):
+            raise ConfigError('[tls] protocols: expected a list such as ["TLSv1.2", "TLSv1.3"]')
+        section["protocols"] = tuple(section["protocols"])
+    settings = _fill(TlsSettings(), section, "tls")
+    if config.listeners is not None and any(listener.protocol.tls for listener in config.listeners.all):
+        try:
+            tls.check(settings)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+    return replace(config, tls=settings)
 
 
 def _strings(value: object) -> bool:
@@ -234,7 +252,7 @@ def _fill(settings: Any, values: dict[str, Any], section: str) -> Any:
     for name, value in values.items():
         if name in RENAMED:
             raise ConfigError(f"[{section}]: {name!r} is now called {RENAMED[name]!r}")
-        if name not in known or name in ("topic_defaults", "groups", "http_allowed_hosts"):  # the last is [http]'s
+        if name not in known or name in ("topic_defaults", "groups", "http_allowed_hosts", "endpoints", "bound"):
             raise ConfigError(f"[{section}]: unknown key {name!r}")
         if type(value) is not type(getattr(settings, name)):
             raise ConfigError(f"[{section}] {name}: expected {type(getattr(settings, name)).__name__}, got {value!r}")

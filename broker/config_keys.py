@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig
 from ..gateway.settings import GatewaySettings
+from ..gateway.tls import TlsSettings
 from .config import ServeConfig
 
 if TYPE_CHECKING:
@@ -60,6 +61,14 @@ ENGINE_NOTES = {
 HTTP_NOTES = {
     "listen": 'JSON API, /metrics, web console ("": none); this default only warns when taken, another address must bind',
     "allowed_hosts": 'names a request\'s Host may give besides the port\'s own (a proxy\'s, a DNS alias); "*": any',
+}
+TLS_NOTES = {
+    "certificate": "PEM: the broker's certificate chain, its own first (`martlet certs create DIR` makes one to try)",
+    "key": "PEM: the private key of that certificate",
+    "key_password": "the key file's password, when it is encrypted",
+    "ca": "PEM: the CAs whose client certificates are accepted",
+    "client_auth": "Kafka's ssl.client.auth: none, requested or required (the principal: User:<subject DN>)",
+    "protocols": "Kafka's ssl.enabled.protocols",
 }
 UDP_NOTES = {
     "listen": 'datagrams into topics (gateway/udp.py), "HOST:PORT"; "": none',
@@ -110,6 +119,9 @@ def defaults_toml() -> str:
         ("gateway", _values(gateway) | gateway_values, GATEWAY_NOTES),
         ("http", http_values, HTTP_NOTES),
         ("udp", {"listen": ServeConfig().udp_listen, "rate_per_source": ServeConfig().udp_rate_per_source}, UDP_NOTES),
+        ("tls", _values(TlsSettings()) | {"certificate": Unset("certs/broker.pem"), "key": Unset("certs/broker.key"),
+                                          "key_password": Unset("..."), "ca": Unset("certs/ca.pem"),
+                                          "protocols": list(TlsSettings().protocols)}, TLS_NOTES),
         ("engine", _values(EngineSettings()), ENGINE_NOTES),
         ("groups", _values(GroupLimits()), GROUPS_NOTES),
         ("topic_defaults", _values(TopicConfig()), TOPIC_NOTES),
@@ -127,6 +139,7 @@ def undocumented() -> list[str]:
     """Settings fields that have no note here (a test keeps this empty)."""
     missing = [f"gateway.{name}" for name in _values(GatewaySettings()) if name not in GATEWAY_NOTES]
     for section, settings, notes in (("engine", EngineSettings(), ENGINE_NOTES), ("groups", GroupLimits(), GROUPS_NOTES),
+                                     ("tls", TlsSettings(), TLS_NOTES),
                                      ("topic_defaults", TopicConfig(), TOPIC_NOTES)):
         missing += [f"{section}.{name}" for name in _values(settings) if name not in notes]
     return missing

@@ -22,6 +22,7 @@ TOOLS = {
     "consume": "records of a topic to standard output",
     "status": "the brokers, topics, partitions, memory and store health",
     "completion": "a shell completion script (bash or zsh)",
+    "certs": "a development CA with broker and client certificates, for TLS",
 }
 
 

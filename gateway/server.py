@@ -34,6 +34,7 @@ import collections
 import errno
 import logging
 import socket
+import ssl
 import time
 import types
 from collections.abc import Callable, Coroutine, Generator, Sequence
@@ -45,6 +46,7 @@ from ..protocol.framing import CHUNK_BYTES, FrameError, FrameReader
 from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
 from .ordering import handled_with, reset
+from .tls import ServerContexts, principal
 
 logger = logging.getLogger(__name__)
 READ_AHEAD_BYTES = 4 << 20  # whole frames read but not yet handled, per connection
@@ -53,6 +55,7 @@ PRODUCE_KEY = 0
 BACKLOG = 1024  # connections the kernel holds while none is accepted (capped by net.core.somaxconn)
 ACCEPT_BATCH = 64  # connections accepted in one turn of the loop at most
 RECHECK_S = 1.0  # while not accepting: how often the limits are read again (a dynamic change raises them)
+HANDSHAKE_S = 10.0  # a TLS handshake not done by then closes the connection
 OUT_OF_FILES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 REJECTED_LOG_S = 10.0  # after one line about a refused connection, the next comes this much later at the earliest
 
@@ -65,7 +68,8 @@ class Server:
         self.limits = limits  # read at each accept: the dynamic configs may change them
         self.files_bound = file_bound()  # connections leave the rest of the open files to the store
         self.chunk = bytearray(CHUNK_BYTES)  # every connection's reads go here first (framing.py)
-        self._sockets: list[tuple[socket.socket, str]] = []  # listening, each with its listener's name
+        # Listening, each with its listener's name and, on a TLS listener, its contexts.
+        self._sockets: list[tuple[socket.socket, str, ServerContexts | None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._accepting = False
         self._recheck: asyncio.TimerHandle | None = None
@@ -92,20 +96,21 @@ class Server:
                 held_out += connection.transport.get_write_buffer_size()
         return held_in, held_out
 
-    async def start(self, host: str, port: int, listener: str = "") -> tuple[str, int]:
-        """Listen at (host, port) too, for the listener of that name (gateway/listeners.py);
-        returns the address bound. Connection limits count every listener's connections."""
+    async def start(self, host: str, port: int, listener: str = "", tls: ServerContexts | None = None) -> tuple[str, int]:
+        """Listen at (host, port) too, for the listener of that name (gateway/listeners.py),
+        with TLS when `tls` gives contexts; returns the address bound. Connection limits
+        count every listener's connections."""
         self._loop = asyncio.get_running_loop()
         sock = _listen(host, port)
         self._stop_accepting()
-        self._sockets.append((sock, listener))
+        self._sockets.append((sock, listener, tls))
         self._accept_again()
         bound = sock.getsockname()
         return bound[0], bound[1]
 
     async def stop(self) -> None:
         self._stop_accepting()
-        for sock, _ in self._sockets:
+        for sock, _, _ in self._sockets:
             sock.close()
         self._sockets = []
         for task in list(self._connecting):
@@ -117,7 +122,7 @@ class Server:
 
     # -- accepting -------------------------------------------------------------------------
 
-    def _accept_ready(self, listening: socket.socket, listener: str) -> None:
+    def _accept_ready(self, listening: socket.socket, listener: str, tls: ServerContexts | None) -> None:
         for _ in range(ACCEPT_BATCH):
             limits = self.limits()
             if self._open >= min(limits.total, self.files_bound):
@@ -133,9 +138,10 @@ class Server:
                 logger.error("cannot accept connections (%s): trying again in %.0f s", error, RECHECK_S)
                 self._stop_accepting(recheck_s=RECHECK_S)
                 return
-            self._admit(sock, client_ip(peer[0]), limits, listener)
+            self._admit(sock, client_ip(peer[0]), limits, listener, tls)
 
-    def _admit(self, sock: socket.socket, ip: str, limits: ConnectionLimits, listener: str) -> None:
+    def _admit(self, sock: socket.socket, ip: str, limits: ConnectionLimits, listener: str,
+               tls: ServerContexts | None) -> None:
         allowed = limits.of_ip(ip)
         if self._by_ip[ip] >= allowed:
             sock.close()
@@ -147,15 +153,22 @@ class Server:
         sock.setblocking(False)  # (asyncio's transports and uvloop's set TCP_NODELAY themselves)
         connection = Connection(self, ip, listener)
         assert self._loop is not None
-        task = self._loop.create_task(self._connect(sock, connection))
+        task = self._loop.create_task(self._connect(sock, connection, tls))
         self._connecting.add(task)
         task.add_done_callback(self._connecting.discard)
 
-    async def _connect(self, sock: socket.socket, connection: Connection) -> None:
+    async def _connect(self, sock: socket.socket, connection: Connection, tls: ServerContexts | None) -> None:
         assert self._loop is not None
         try:
-            await self._loop.connect_accepted_socket(lambda: connection, sock)
-        except (OSError, asyncio.CancelledError):  # the peer went away meanwhile, or the server stops
+            if tls is None:
+                await self._loop.connect_accepted_socket(lambda: connection, sock)
+            else:
+                await self._loop.connect_accepted_socket(lambda: connection, sock, ssl=tls.current(),
+                                                         ssl_handshake_timeout=HANDSHAKE_S)
+        except (OSError, asyncio.CancelledError) as error:  # the peer went away meanwhile, or the server stops
+            if tls is not None and isinstance(error, OSError):  # no TLS client, a refused certificate, a timeout
+                logger.info("TLS handshake with /%s on listener %s failed: %s", connection.ip,
+                            connection.client.listener, _reason(error))
             sock.close()
             connection.release()
 
@@ -172,13 +185,13 @@ class Server:
     def _accept_again(self) -> None:
         self._recheck = None
         if self._sockets and self._loop is not None and not self._accepting:
-            for sock, listener in self._sockets:
-                self._loop.add_reader(sock.fileno(), self._accept_ready, sock, listener)
+            for sock, listener, tls in self._sockets:
+                self._loop.add_reader(sock.fileno(), self._accept_ready, sock, listener, tls)
             self._accepting = True
 
     def _stop_accepting(self, recheck_s: float | None = None) -> None:
         if self._accepting and self._loop is not None:
-            for sock, _ in self._sockets:
+            for sock, _, _ in self._sockets:
                 self._loop.remove_reader(sock.fileno())
         self._accepting = False
         if self._recheck is not None:
@@ -200,6 +213,15 @@ class Server:
         logger.info("Rejected connection from /%s, address already has the configured maximum of %d connections.%s",
                     ip, allowed, since)
         self._rejected_logged = (now, 0)
+
+
+def _reason(error: OSError) -> str:
+    """A failed handshake in a few words: the TLS alert or error's reason, else the error."""
+    if isinstance(error, ssl.SSLError) and error.reason:
+        if error.reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNSUPPORTED_PROTOCOL"):
+            return f"{error.reason} (no TLS client: a plaintext client on a TLS listener?)"
+        return error.reason
+    return str(error) or type(error).__name__
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -257,7 +279,8 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple):
             self.peer = f"{peer[0]}:{peer[1]}"
-            self.client = Peer(f"/{peer[0]}", self.client.listener)  # Kafka shows hosts as "/address"
+            # Kafka shows hosts as "/address"; a TLS client's certificate names its principal.
+            self.client = Peer(f"/{peer[0]}", self.client.listener, principal(transport.get_extra_info("peercert")))
         self.server._connections.add(self)
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
@@ -284,7 +307,9 @@ class Connection(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         self._end()
-        return True  # keep the transport open: answers to queued requests still go out
+        # Keep the transport open: answers to queued requests still go out. TLS cannot
+        # half-close: there the peer's end ends the connection.
+        return self.transport is not None and self.transport.get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True  # requests read but not yet handled are dropped, as Kafka drops them

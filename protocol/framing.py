@@ -25,6 +25,7 @@ import struct
 
 SIZE = struct.Struct(">i")
 CHUNK_BYTES = 256 * 1024  # the shared chunk: the most one read from a socket takes in
+TLS_HANDSHAKE = 0x1603  # the first two bytes of a TLS record carrying a handshake (a ClientHello)
 
 
 class FrameError(Exception):
@@ -100,6 +101,8 @@ class FrameReader:
     def _check_size(self, size: int) -> None:
         if size < 8:
             raise FrameError(f"frame size {size} is below the 8-byte request header minimum")
+        if size >> 16 == TLS_HANDSHAKE:
+            raise FrameError("it began a TLS handshake: a TLS client on a plaintext listener")
         if size > self.frame_bytes_max:
             raise FrameError(f"frame size {size} exceeds the limit of {self.frame_bytes_max} bytes")
 

@@ -52,6 +52,7 @@ COMMANDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "status": {"": CONNECTION},
     "completion": {"": ("--help", "-h")},
+    "certs": {"create": ("--host", "--days", "--force", "--help", "-h")},
     # The broker's own commands (cli/main.py, compat/, connectors/export.py).
     "serve": {"": ("--listen", "--advertised", "--data-dir", "--store", "--zookeeper", "--http", "--udp", "--config",
                    "--log-format", "--log-level", "--help", "-h")},

@@ -68,7 +68,7 @@ def test_listeners_replace_listen_and_without_them_listen_is_one_plaintext_liste
     ({"listeners": ["PLAINTEXT://h:1"], "listener_security_protocol_map": 7}, "listener_security_protocol_map"),
     ({"listeners": ["PLAINTEXT://h:1"], "inter_broker_listener_name": 1}, "inter_broker_listener_name"),
     ({"listeners": ["CLIENT://h:1"]}, "CLIENT has no security protocol"),
-    ({"listeners": ["SSL://h:1"]}, "SSL is SSL, which this Martlet does not serve yet"),
+    ({"listeners": ["SASL_SSL://h:1"]}, "SASL_SSL is SASL_SSL, which this Martlet does not serve yet"),
 ])
 def test_listener_settings_kafka_or_martlet_refuse_get_a_clear_error(gateway: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

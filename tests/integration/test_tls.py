@@ -1,0 +1,154 @@
+"""TLS on a listener (issue 39): Kafka clients produce and consume over SSL with a CA made by
+`martlet certs create`; a listener that requires client certificates refuses a client without
+one; a certificate replaced on disk serves new connections without a restart; a plaintext
+client on the TLS port, and a TLS client on the plaintext one, each fail at once with a log
+line while the broker goes on serving."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+from tests.integration.raw_client import RawClient, encode_request, is_closed
+
+pytestmark = pytest.mark.integration
+
+WAIT_S = 30.0
+
+
+def _certs(folder: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "martlet.cli", "certs", "create", str(folder)], check=True,
+                   capture_output=True, timeout=WAIT_S)
+    return folder
+
+
+def _start(martlet_process: Any, tmp_path: Path, certs: Path, client_auth: str = "none") -> tuple[Any, str, str]:
+    """A broker with an SSL listener (first) and a PLAINTEXT one; (broker, ssl address, plain address)."""
+    config = tmp_path / "tls.toml"
+    config.write_text(f"""[gateway]
+listeners = ["SSL://localhost:0", "PLAINTEXT://127.0.0.1:0"]
+
+[tls]
+certificate = "{certs / 'broker.pem'}"
+key = "{certs / 'broker.key'}"
+ca = "{certs / 'ca.pem'}"
+client_auth = "{client_auth}"
+""")
+    broker = martlet_process(extra_args=["--config", str(config)], http="off", listen=False)
+    lines = dict(broker._read_line(WAIT_S, "martlet listener ").split(" ")[2:5:2] for _ in range(2))
+    return broker, lines["SSL"], lines["PLAINTEXT"]
+
+
+def _tls_client(address: str, ca: Path, certificate: tuple[Path, Path] | None = None) -> RawClient:
+    context = ssl.create_default_context(cafile=str(ca))
+    if certificate is not None:
+        context.load_cert_chain(*certificate)
+    client = RawClient(address)
+    client.sock = context.wrap_socket(client.sock, server_hostname="localhost")
+    return client
+
+
+def test_kafka_clients_produce_and_consume_over_tls(martlet_process: Any, tmp_path: Path) -> None:
+    certs = _certs(tmp_path / "certs")
+    broker, secured, _ = _start(martlet_process, tmp_path, certs)
+    settings = {"bootstrap.servers": secured, "security.protocol": "SSL", "ssl.ca.location": str(certs / "ca.pem")}
+    admin = AdminClient(settings)
+    brokers = admin.list_topics(timeout=WAIT_S).brokers
+    port = secured.rsplit(":", 1)[1]
+    assert [f"{node.host}:{node.port}" for node in brokers.values()] == [f"localhost:{port}"]  # the SSL listener's
+    topic = f"tls-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, 1)])[topic].result(WAIT_S)
+    producer = Producer(settings)
+    for index in range(100):
+        producer.produce(topic, f"r{index}".encode())
+    assert producer.flush(WAIT_S) == 0
+    consumer = Consumer(settings | {"group.id": topic, "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        values: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(values) < 100 and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+        assert values == [f"r{index}".encode() for index in range(100)]
+    finally:
+        consumer.close()
+
+
+def test_the_wrong_protocol_on_either_port_fails_at_once_and_the_broker_goes_on(martlet_process: Any,
+                                                                               tmp_path: Path) -> None:
+    certs = _certs(tmp_path / "certs")
+    broker, secured, plain = _start(martlet_process, tmp_path, certs)
+    host, port = secured.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=WAIT_S) as sock:  # a plaintext Kafka request
+        sock.sendall(encode_request(ApiVersionsRequest(client_software_name="raw", client_software_version="1"), 1))
+        assert is_closed(sock, WAIT_S)
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):  # a TLS client on the plaintext listener
+        _tls_client(plain, certs / "ca.pem").request(ApiVersionsRequest(client_software_name="raw",
+                                                                        client_software_version="1"))
+    with _tls_client(secured, certs / "ca.pem") as client:  # unharmed
+        assert client.request(ApiVersionsRequest(client_software_name="raw", client_software_version="1")).error_code == 0
+    deadline = time.monotonic() + WAIT_S
+    expected = ("TLS handshake with /127.0.0.1 on listener SSL failed: WRONG_VERSION_NUMBER (no TLS client",
+                "it began a TLS handshake: a TLS client on a plaintext listener")
+    while not all(line in broker.log_tail(200) for line in expected):
+        assert time.monotonic() < deadline, broker.log_tail()
+        time.sleep(0.05)
+
+
+def test_a_listener_that_requires_client_certificates_refuses_a_client_without_one(martlet_process: Any,
+                                                                                   tmp_path: Path) -> None:
+    certs = _certs(tmp_path / "certs")
+    broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
+    request = ApiVersionsRequest(client_software_name="raw", client_software_version="1")
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        with _tls_client(secured, certs / "ca.pem") as client:
+            client.request(request)  # TLS 1.3: the refusal arrives after the handshake, at the first read
+    with _tls_client(secured, certs / "ca.pem", (certs / "client.pem", certs / "client.key")) as client:
+        assert client.request(request).error_code == 0
+    consumer = AdminClient({"bootstrap.servers": secured, "security.protocol": "SSL",
+                            "ssl.ca.location": str(certs / "ca.pem"),
+                            "ssl.certificate.location": str(certs / "client.pem"),
+                            "ssl.key.location": str(certs / "client.key")})
+    assert consumer.list_topics(timeout=WAIT_S).brokers
+
+
+def test_a_certificate_replaced_on_disk_serves_new_connections_without_a_restart(martlet_process: Any,
+                                                                                tmp_path: Path) -> None:
+    certs = _certs(tmp_path / "certs")
+    broker, secured, _ = _start(martlet_process, tmp_path, certs)
+    request = ApiVersionsRequest(client_software_name="raw", client_software_version="1")
+    with _tls_client(secured, certs / "ca.pem") as client:
+        assert client.request(request).error_code == 0
+    renewed = _certs(tmp_path / "renewed")  # another CA: a client trusting only it tells the two apart
+    for name in ("broker.key", "broker.pem"):
+        shutil.copy(renewed / name, certs / f"{name}.new")
+    for name in ("broker.key", "broker.pem"):
+        (certs / f"{name}.new").replace(certs / name)
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            with _tls_client(secured, renewed / "ca.pem") as client:
+                assert client.request(request).error_code == 0
+            break
+        except ssl.SSLCertVerificationError:
+            assert time.monotonic() < deadline, "the new certificate was not used"
+            time.sleep(0.1)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _tls_client(secured, certs / "ca.pem")
+    with pytest.raises(KafkaException):  # and not a hang: librdkafka too refuses the old CA now
+        AdminClient({"bootstrap.servers": secured, "security.protocol": "SSL",
+                     "ssl.ca.location": str(certs / "ca.pem")}).list_topics(timeout=5)
