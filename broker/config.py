@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
 from ..gateway import connection_limits, tls
@@ -109,7 +109,7 @@ def listeners_of(config: ServeConfig) -> Listeners:
     return parse_listeners([f"PLAINTEXT://{host}:{settings.listen_port}"], None, advertised)
 
 
-def _apply_listeners(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfig:
+def _apply_listeners(config: ServeConfig, gateway: dict[str, object]) -> ServeConfig:
     given = {key: gateway.pop(key) for key in LISTENER_KEYS if key in gateway}
     if not given:
         return config
@@ -121,8 +121,7 @@ def _apply_listeners(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfi
     protocol_map, inter_broker = given.get("listener_security_protocol_map"), given.get("inter_broker_listener_name")
     if not _strings(listeners) or not _strings(advertised):
         raise ConfigError('[gateway] listeners and advertised_listeners: expected lists of "NAME://HOST:PORT"')
-    if not (protocol_map is None or isinstance(protocol_map, str) or
-            (isinstance(protocol_map, dict) and _strings(list(protocol_map.values())))):
+    if not (protocol_map is None or isinstance(protocol_map, str) or _table_of_strings(protocol_map)):
         raise ConfigError('[gateway] listener_security_protocol_map: expected "NAME:PROTOCOL,..." or a table')
     if not (inter_broker is None or isinstance(inter_broker, str)):
         raise ConfigError("[gateway] inter_broker_listener_name: expected a listener's name")
@@ -137,12 +136,13 @@ def _apply_listeners(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfi
     return replace(config, listeners=parsed)
 
 
-def _apply_tls(config: ServeConfig, section: dict[str, Any]) -> ServeConfig:
+def _apply_tls(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
     """[tls], checked (files loaded) when a listener uses it."""
     if "protocols" in section:
-        if not _strings(section["protocols"]):
+        protocols = section["protocols"]
+        if not _strings(protocols):
             raise ConfigError('[tls] protocols: expected a list such as ["TLSv1.2", "TLSv1.3"]')
-        section["protocols"] = tuple(section["protocols"])
+        section["protocols"] = tuple(protocols)
     settings = _fill(TlsSettings(), section, "tls")
     if config.listeners is not None and any(listener.protocol.tls for listener in config.listeners.all):
         try:
@@ -152,8 +152,12 @@ def _apply_tls(config: ServeConfig, section: dict[str, Any]) -> ServeConfig:
     return replace(config, tls=settings)
 
 
-def _strings(value: object) -> bool:
+def _strings(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _table_of_strings(value: object) -> TypeGuard[dict[str, str]]:
+    return isinstance(value, dict) and all(isinstance(item, str) for item in (*value, *value.values()))
 
 
 def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfig:

@@ -21,7 +21,6 @@ import os
 import ssl
 import time
 from dataclasses import dataclass
-from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -112,13 +111,14 @@ class ServerContexts:
         return tuple(stamps)
 
 
-def principal(peercert: dict[str, Any] | None) -> str:
-    """Kafka's principal of a verified client certificate ("User:CN=...,O=..."); User:ANONYMOUS
-    without one."""
-    if not peercert or not peercert.get("subject"):
+def principal(peercert: object) -> str:
+    """Kafka's principal of a verified client certificate ("User:CN=...,O=..."), as
+    SSLObject.getpeercert() gives it; User:ANONYMOUS without one."""
+    subject = peercert.get("subject") if isinstance(peercert, dict) else None
+    if not subject:
         return ANONYMOUS
     rdns = []
-    for rdn in reversed(peercert["subject"]):  # RFC 2253: the most specific first
+    for rdn in reversed(subject):  # RFC 2253: the most specific first
         rdns.append("+".join(f"{SHORT_NAMES.get(name, name)}={_escaped(value)}" for name, value in rdn))
     return "User:" + ",".join(rdns)
 
