@@ -8,6 +8,8 @@ every key is optional. broker/config_keys.py lists each key with its default and
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import socket
 import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
@@ -38,6 +40,7 @@ class ServeConfig:
     # listener at `listen` (GatewaySettings.listen_host/port), advertised as `advertised`.
     listeners: Listeners | None = None
     tls: TlsSettings = field(default_factory=TlsSettings)  # [tls]: what SSL listeners serve
+    insecure: bool = False  # serve plaintext doors on addresses other machines reach (`exposed`)
     store: str | None = None  # "hdfs://HOST:PORT/ROOT"; None keeps the data in data_dir
     zookeeper: str | None = None  # "HOST:PORT[/chroot]": join that cluster; None: the embedded single node
     zookeeper_session_ms: int = 4000  # a broker silent this long is dead and its partitions move
@@ -152,6 +155,35 @@ def _apply_tls(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
     return replace(config, tls=settings)
 
 
+def exposed(config: ServeConfig) -> list[str]:
+    """The doors that let anyone who reaches them do anything (no TLS, no authentication) and
+    listen where other machines reach them: `martlet serve` refuses them unless `insecure`."""
+    doors = [f"the Kafka listener {listener}" for listener in listeners_of(config).all
+             if not listener.protocol.tls and not listener.protocol.sasl and not _loopback(listener.host)]
+    if config.http_listen and not _loopback(parse_address(config.http_listen)[0]):
+        doors.append(f"the HTTP port {config.http_listen}")
+    if config.udp_listen and not _loopback(parse_address(config.udp_listen)[0]):
+        doors.append(f"the UDP front end {config.udp_listen}")
+    return doors
+
+
+def _loopback(host: str) -> bool:
+    """Only this machine reaches `host` (every address a name resolves to is a loopback one)."""
+    host = host.strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(found) and all(ipaddress.ip_address(str(address[4][0]).split("%")[0]).is_loopback
+                               for address in found)
+
+
 def _strings(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
@@ -172,6 +204,11 @@ def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfi
         config = with_store(config, gateway.pop("store"))
     if "zookeeper" in gateway:
         config = replace(config, zookeeper=gateway.pop("zookeeper"))
+    if "insecure" in gateway:
+        insecure = gateway.pop("insecure")
+        if not isinstance(insecure, bool):
+            raise ConfigError(f"[gateway] insecure: expected true or false, got {insecure!r}")
+        config = replace(config, insecure=insecure)
     if "zookeeper_session_ms" in gateway:
         config = replace(config, zookeeper_session_ms=int(gateway.pop("zookeeper_session_ms")))
     return config

@@ -36,6 +36,7 @@ GATEWAY_NOTES = {
     "max_connections": "Kafka's max.connections: at it, new connections wait until one ends",
     "max_connections_per_ip": "Kafka's max.connections.per.ip: one more from that address is closed at once",
     "max_connections_per_ip_overrides": 'Kafka\'s max.connections.per.ip.overrides: "IP:count,IP:count"',
+    "insecure": "serve plaintext, unauthenticated ports on addresses other machines reach (else refused)",
     "zookeeper": 'join the cluster coordinated there ("HOST:PORT[/chroot]"); unset: the embedded single node',
     "zookeeper_session_ms": "in a cluster: a broker silent this long is dead, and its partitions move",
 }
@@ -112,7 +113,7 @@ def defaults_toml() -> str:
         "advertised_listeners": Unset(["CLIENT://broker1.example.com:9093"]),
         "inter_broker_listener_name": Unset("LOCAL"),
         "data_dir": "./martlet-data", "store": Unset("hdfs://HOST:PORT/PATH"),
-        "zookeeper": Unset("127.0.0.1:2181/martlet"), "zookeeper_session_ms": 4000}
+        "zookeeper": Unset("127.0.0.1:2181/martlet"), "zookeeper_session_ms": 4000, "insecure": False}
     http_values: dict[str, object] = {"listen": ServeConfig().http_listen,
                                       "allowed_hosts": list(gateway.http_allowed_hosts)}
     sections = [

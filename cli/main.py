@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ from ..broker.logs import FORMATS, LEVELS
 from ..broker.logs import configure as configure_logs
 
 if TYPE_CHECKING:  # the engine loads only for the commands that run one: the tools start faster without it
+    from ..broker.config import ServeConfig
     from ..engine.api import Store
 
 # The operator's commands (tools/): each speaks the Kafka protocol to --bootstrap.
@@ -76,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--udp", metavar="HOST:PORT",
                            help='take datagrams into topics there (gateway/udp.py; default: none, "off": none)')
     serve_cmd.add_argument("--config", metavar="FILE", help="TOML config file")
+    serve_cmd.add_argument("--insecure", action="store_true",
+                           help="serve plaintext, unauthenticated ports on addresses other machines reach")
     _log_args(serve_cmd)
     admin_cmd = commands.add_parser("admin", help="run a cluster admin: places partitions on brokers (one leads)")
     admin_cmd.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", required=True)
@@ -102,30 +106,13 @@ def _log_args(command: argparse.ArgumentParser) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     from ..broker.app import Broker, run_until_signalled
-    from ..broker.config import ConfigError, load, with_http, with_listen, with_store, with_udp
+    from ..broker.config import ConfigError
     from ..engine.api import errors
     from ..gateway.connection_limits import raise_file_limit
 
     configure_logs(args.log_format, args.log_level)
     try:
-        config = load(args.config)
-        if args.listen:
-            config = with_listen(config, args.listen)
-        if args.advertised:
-            if config.listeners is not None:
-                raise ConfigError("--advertised: the config file names listeners; change advertised_listeners there")
-            config = replace(config, advertised=args.advertised)
-        if args.data_dir:
-            config = replace(config, data_dir=args.data_dir)
-        if args.store:
-            config = with_store(config, args.store)
-        if args.zookeeper:
-            config = replace(config, zookeeper=args.zookeeper)
-        if args.http is not None:
-            config = with_http(config, args.http)
-        if args.udp is not None:
-            config = with_udp(config, args.udp)
-        broker = Broker(config)
+        broker = Broker(_serve_config(args))
     except (ConfigError, errors.DataDirLocked, OSError) as error:
         print(f"martlet: {error}", file=sys.stderr)
         return 2
@@ -133,6 +120,46 @@ def serve(args: argparse.Namespace) -> int:
     raise_file_limit()  # each connection takes a file: thousands of clients need more than a default 1024
     asyncio.run(run_until_signalled(broker))
     return 0
+
+
+def _serve_config(args: argparse.Namespace) -> ServeConfig:
+    """The config file with the flags applied; refused (ConfigError) when it would serve a
+    plaintext, unauthenticated door to other machines without --insecure."""
+    from ..broker.config import ConfigError, load, with_http, with_listen, with_store, with_udp
+
+    config = load(args.config)
+    if args.listen:
+        config = with_listen(config, args.listen)
+    if args.advertised:
+        if config.listeners is not None:
+            raise ConfigError("--advertised: the config file names listeners; change advertised_listeners there")
+        config = replace(config, advertised=args.advertised)
+    if args.data_dir:
+        config = replace(config, data_dir=args.data_dir)
+    if args.store:
+        config = with_store(config, args.store)
+    if args.zookeeper:
+        config = replace(config, zookeeper=args.zookeeper)
+    if args.http is not None:
+        config = with_http(config, args.http)
+    if args.udp is not None:
+        config = with_udp(config, args.udp)
+    if args.insecure:
+        config = replace(config, insecure=True)
+    _refuse_exposed(config)
+    return config
+
+
+def _refuse_exposed(config: ServeConfig) -> None:
+    from ..broker.config import ConfigError, exposed
+
+    doors = " and ".join(exposed(config))
+    if doors and not config.insecure:
+        raise ConfigError(f"{doors}: anyone who reaches them could read, write and delete everything. Listen on "
+                          "127.0.0.1, or serve Kafka listeners with TLS (README: Securing Martlet), or pass "
+                          "--insecure (insecure = true in [gateway]) if that is what you want")
+    if doors:
+        logging.getLogger(__name__).warning("serving %s without TLS or authentication (--insecure)", doors)
 
 
 def run_admin(args: argparse.Namespace) -> int:

@@ -55,6 +55,7 @@ COMMANDS: dict[str, dict[str, tuple[str, ...]]] = {
     "certs": {"create": ("--host", "--days", "--force", "--help", "-h")},
     # The broker's own commands (cli/main.py, compat/, connectors/export.py).
     "serve": {"": ("--listen", "--advertised", "--data-dir", "--store", "--zookeeper", "--http", "--udp", "--config",
+                   "--insecure",
                    "--log-format", "--log-level", "--help", "-h")},
     "admin": {"": ("--zookeeper", "--store", "--session-ms", "--log-format", "--log-level", "--help", "-h")},
     "config": {"": ("--help", "-h")},

@@ -73,3 +73,27 @@ def test_listeners_replace_listen_and_without_them_listen_is_one_plaintext_liste
 def test_listener_settings_kafka_or_martlet_refuse_get_a_clear_error(gateway: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         from_document({"gateway": gateway})
+
+
+def test_doors_other_machines_reach_without_tls_are_named() -> None:
+    from martlet.broker.config import exposed
+
+    assert exposed(from_document({})) == []  # the default: loopback only
+    assert exposed(from_document({"gateway": {"listen": "localhost:9092"}, "http": {"listen": "[::1]:9644"},
+                                  "udp": {"listen": "127.0.0.2:9999"}})) == []
+    assert exposed(from_document({"gateway": {"listen": "0.0.0.0:9092"}, "http": {"listen": "0.0.0.0:1"},
+                                  "udp": {"listen": "10.1.2.3:9999"}})) == [
+        "the Kafka listener PLAINTEXT://0.0.0.0:9092", "the HTTP port 0.0.0.0:1", "the UDP front end 10.1.2.3:9999"]
+    listeners = {"listeners": ["LOCAL://127.0.0.1:9092", "OPEN://[::]:9094"],
+                 "listener_security_protocol_map": "LOCAL:PLAINTEXT,OPEN:PLAINTEXT"}
+    assert exposed(from_document({"gateway": listeners, "http": {"listen": "off"}})) == [
+        "the Kafka listener OPEN://[::]:9094"]
+
+
+def test_serve_refuses_a_plaintext_door_to_other_machines_unless_told_so(tmp_path, capsys) -> None:
+    from martlet.cli.main import main
+
+    assert main(["serve", "--listen", "0.0.0.0:0", "--http", "off", "--data-dir", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert "the Kafka listener PLAINTEXT://0.0.0.0:0: anyone who reaches them" in error and "--insecure" in error
+    assert not any(tmp_path.iterdir())  # refused before anything was opened
