@@ -6,6 +6,7 @@ line while the broker goes on serving."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import ssl
@@ -17,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.helpers import create_ssl_context
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from tests.integration.raw_client import RawClient, encode_request, is_closed
@@ -152,3 +156,58 @@ def test_a_certificate_replaced_on_disk_serves_new_connections_without_a_restart
     with pytest.raises(KafkaException):  # and not a hang: librdkafka too refuses the old CA now
         AdminClient({"bootstrap.servers": secured, "security.protocol": "SSL",
                      "ssl.ca.location": str(certs / "ca.pem")}).list_topics(timeout=5)
+
+
+async def _through_aiokafka(bootstrap: str, topic: str, context: ssl.SSLContext, count: int) -> list[bytes]:
+    """Send five records with aiokafka, then read the topic from its start until `count` arrived."""
+    sender = AIOKafkaProducer(bootstrap_servers=bootstrap, security_protocol="SSL", ssl_context=context)
+    await sender.start()
+    try:
+        for index in range(5):
+            await sender.send_and_wait(topic, f"a{index}".encode())
+    finally:
+        await sender.stop()
+    reader = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, security_protocol="SSL", ssl_context=context,
+                              auto_offset_reset="earliest")
+    await reader.start()
+    got: list[bytes] = []
+    try:
+        async with asyncio.timeout(WAIT_S):
+            async for message in reader:
+                got.append(message.value)
+                if len(got) == count:
+                    break
+    finally:
+        await reader.stop()
+    return got
+
+
+def test_kafka_python_and_aiokafka_produce_and_consume_over_tls(martlet_process: Any, tmp_path: Path) -> None:
+    certs = _certs(tmp_path / "certs")
+    broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
+    ca, certificate, key = str(certs / "ca.pem"), str(certs / "client.pem"), str(certs / "client.key")
+    topic = f"tls-py-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": secured, "security.protocol": "SSL", "ssl.ca.location": ca,
+                         "ssl.certificate.location": certificate, "ssl.key.location": key})
+    admin.create_topics([NewTopic(topic, 1)])[topic].result(WAIT_S)
+    producer = KafkaProducer(bootstrap_servers=secured, security_protocol="SSL", ssl_cafile=ca,
+                             ssl_certfile=certificate, ssl_keyfile=key)
+    for index in range(5):
+        producer.send(topic, f"k{index}".encode())
+    producer.flush(WAIT_S)
+    producer.close()
+    expected = [f"k{index}".encode() for index in range(5)] + [f"a{index}".encode() for index in range(5)]
+    context = create_ssl_context(cafile=ca, certfile=certificate, keyfile=key)
+    assert asyncio.run(_through_aiokafka(secured, topic, context, len(expected))) == expected
+    consumer = KafkaConsumer(topic, bootstrap_servers=secured, security_protocol="SSL", ssl_cafile=ca,
+                             ssl_certfile=certificate, ssl_keyfile=key, auto_offset_reset="earliest",
+                             consumer_timeout_ms=int(WAIT_S * 1000))
+    try:
+        got = []
+        for message in consumer:
+            got.append(message.value)
+            if len(got) == len(expected):
+                break
+        assert got == expected
+    finally:
+        consumer.close()
