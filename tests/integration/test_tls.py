@@ -211,3 +211,36 @@ def test_kafka_python_and_aiokafka_produce_and_consume_over_tls(martlet_process:
         assert got == expected
     finally:
         consumer.close()
+
+
+@pytest.mark.java
+def test_the_java_client_produces_and_consumes_over_tls_with_a_pem_truststore(martlet_process: Any, tmp_path: Path,
+                                                                               kafka_tool: Any) -> None:
+    """Kafka's console tools (the Java client 4.4) with PEM files, verifying the host name."""
+    certs = _certs(tmp_path / "certs")
+    broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
+    properties = tmp_path / "client.properties"
+    properties.write_text("security.protocol=SSL\nssl.truststore.type=PEM\n"
+                          f"ssl.truststore.location={certs / 'ca.pem'}\n"
+                          "ssl.keystore.type=PEM\n"
+                          f"ssl.keystore.certificate.chain={_one_line(certs / 'client.pem')}\n"
+                          f"ssl.keystore.key={_one_line(certs / 'client.key')}\n")
+    topic = f"tls-java-{uuid.uuid4().hex[:8]}"
+
+    def run_ok(tool: str, args: list[str], data: bytes | None = None) -> str:
+        result = kafka_tool(tool, ["--bootstrap-server", secured, *args], 120.0, input=data)
+        assert result.returncode == 0, f"{tool}:\n{result.stdout.decode()}\n{result.stderr.decode()}"
+        return str(result.stdout.decode())
+
+    run_ok("topics", ["--command-config", str(properties), "--create", "--topic", topic, "--partitions", "1"])
+    lines = [f"line{index}" for index in range(20)]
+    run_ok("console-producer", ["--command-config", str(properties), "--topic", topic],
+           "\n".join(lines).encode() + b"\n")
+    out = run_ok("console-consumer", ["--command-config", str(properties), "--topic", topic, "--partition", "0",
+                                      "--offset", "earliest", "--max-messages", "20", "--timeout-ms", "30000"])
+    assert out.splitlines() == lines
+
+
+def _one_line(path: Path) -> str:
+    """A PEM file as a Java properties value (the line breaks escaped)."""
+    return path.read_text().strip().replace("\n", "\\n")
