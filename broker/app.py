@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from ..engine.api import (
@@ -13,6 +15,8 @@ from ..engine.api import (
     EngineSettings,
     Hooks,
     LocalStore,
+    NodeIdentity,
+    RemoteMarkers,
     Store,
     StoreStats,
     cluster_member,
@@ -31,7 +35,7 @@ from ..gateway.peers import send_markers
 from ..gateway.registry import apis
 from ..gateway.server import Server
 from ..gateway.settings import GatewaySettings
-from ..gateway.tls import ServerContexts
+from ..gateway.tls import ServerContexts, client_context
 from ..gateway.udp import UdpListener
 from .config import HTTP_DEFAULT, ServeConfig, listeners_of, parse_address, split_hdfs_url
 
@@ -57,7 +61,7 @@ class Broker:
                                                                            config.zookeeper_session_ms)
         # In a cluster some partitions a transaction touches are another node's: their markers go by WriteTxnMarkers.
         self.engine = Engine(self.store, config.engine, cluster=self.member,
-                             hooks=Hooks(None if self.member is None else send_markers, topic_defaults))
+                             hooks=Hooks(None if self.member is None else _send_markers(config), topic_defaults))
         self.server: Server | None = None
         self.address: tuple[str, int] | None = None  # the first listener's, as bound
         self.bound: tuple[str, ...] = ()  # every listener as bound, "NAME://host:port"
@@ -168,6 +172,13 @@ def _advertise(settings: GatewaySettings, listeners: Listeners,
     return replace(settings, advertised_host=host, advertised_port=port, endpoints=endpoints,
                    bound=tuple(f"{listener.name}://{join_address(*address)}" for listener, address in bound))
 
+
+
+def _send_markers(config: ServeConfig) -> Callable[[NodeIdentity, RemoteMarkers], Awaitable[list[str]]]:
+    """Calls to other brokers go to their inter-broker listeners: with TLS if this one's is SSL."""
+    listeners = listeners_of(config)
+    secured = listeners.named(listeners.inter_broker).protocol.tls
+    return functools.partial(send_markers, tls=client_context(config.tls) if secured else None)
 
 
 def _where(listener: Listener, bound: tuple[str, int]) -> tuple[str, int]:

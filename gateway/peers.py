@@ -3,13 +3,16 @@ partitions and coordinator shards they serve (engine/transactions/service.py `se
 
 One short connection per call, bounded by CALL_TIMEOUT_S: markers are written once per
 transaction and node, and the transaction stays prepared (the coordinator retries) if a
-call fails, so there is nothing to gain from keeping connections open.
+call fails, so there is nothing to gain from keeping connections open. Calls go to the
+address each node registered, its inter-broker listener's; with TLS when that listener is an
+SSL one (`tls`: the broker shows its own certificate and checks theirs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import struct
 
 from kio.schema.errors import ErrorCode
@@ -32,7 +35,7 @@ _correlation = itertools.count(1)
 ENDED = frozenset({ErrorCode.none, ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced})
 
 
-async def send_markers(node: NodeIdentity, markers: RemoteMarkers) -> list[str]:
+async def send_markers(node: NodeIdentity, markers: RemoteMarkers, tls: ssl.SSLContext | None = None) -> list[str]:
     """Ask `node` to write these markers; what it could not mark, as "topic-partition: error"."""
     topics: dict[str, list[int]] = {}
     for tp in markers.partitions:
@@ -43,15 +46,16 @@ async def send_markers(node: NodeIdentity, markers: RemoteMarkers) -> list[str]:
         "producer_id": markers.producer_id, "producer_epoch": markers.epoch,
         "transaction_result": markers.commit, "coordinator_epoch": 0,
         "topics": [{"name": name, "partition_indexes": indexes} for name, indexes in topics.items()]}]})
-    answer = await asyncio.wait_for(_call(node, request), CALL_TIMEOUT_S)
+    answer = await asyncio.wait_for(_call(node, request, tls), CALL_TIMEOUT_S)
     return [f"{TopicPartition(topic.name, p.partition_index)}: {ErrorCode(p.error_code).name}"
             for result in answer.markers for topic in result.topics for p in topic.partitions
             if p.error_code not in ENDED]
 
 
-async def _call(node: NodeIdentity, request: object) -> WriteTxnMarkersResponse:
+async def _call(node: NodeIdentity, request: object, tls: ssl.SSLContext | None) -> WriteTxnMarkersResponse:
     correlation_id = next(_correlation)
-    reader, writer = await asyncio.open_connection(node.host, node.port)
+    reader, writer = await asyncio.open_connection(node.host, node.port, ssl=tls,
+                                                   server_hostname=node.host if tls is not None else None)
     try:
         writer.write(encode_request(request, correlation_id, CLIENT_ID))
         await writer.drain()

@@ -220,6 +220,8 @@ def _reason(error: OSError) -> str:
     if isinstance(error, ssl.SSLError) and error.reason:
         if error.reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNSUPPORTED_PROTOCOL"):
             return f"{error.reason} (no TLS client: a plaintext client on a TLS listener?)"
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return f"{error.reason}: the client's certificate: {error.verify_message}"
         return error.reason
     return str(error) or type(error).__name__
 

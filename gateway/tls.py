@@ -73,6 +73,14 @@ def build(settings: TlsSettings) -> ssl.SSLContext:
     return context
 
 
+def client_context(settings: TlsSettings) -> ssl.SSLContext:
+    """What a broker uses to call another on an SSL inter-broker listener: it trusts the CAs in
+    `ca` (else the system's) and shows its own certificate, for listeners that require one."""
+    context = ssl.create_default_context(cafile=settings.ca or None)
+    context.load_cert_chain(settings.certificate, settings.key, password=settings.key_password or None)
+    return context
+
+
 class ServerContexts:
     """The context for the next connection, rebuilt when the PEM files change."""
 

@@ -5,7 +5,7 @@ Writes, in DIR (created if needed; existing files are kept unless --force):
   ca.key                      its key (keep it to sign more; never give it out)
   broker.pem, broker.key      the broker's chain (its certificate, then the CA's) and key, for
                               the names and addresses given with --host (localhost and
-                              127.0.0.1 by default)
+                              127.0.0.1 by default); it also calls other brokers with it
   client.pem, client.key      a client certificate (CN=client) for listeners that ask for one
 
 Keys are EC P-256, unencrypted, readable by their owner only; certificates last --days. This is
@@ -76,15 +76,16 @@ def create(folder: Path, hosts: list[str], days: int) -> None:
             names.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
             names.append(x509.DNSName(host))
-    leaves: tuple[tuple[str, str, x509.ObjectIdentifier, list[x509.GeneralName]], ...] = (
-        ("broker", hosts[0], ExtendedKeyUsageOID.SERVER_AUTH, names),
-        ("client", "client", ExtendedKeyUsageOID.CLIENT_AUTH, []))
-    for stem, common_name, usage, alternative in leaves:
+    # The broker's certificate serves clients and, on an SSL inter-broker listener, calls other brokers.
+    leaves: tuple[tuple[str, str, list[x509.ObjectIdentifier], list[x509.GeneralName]], ...] = (
+        ("broker", hosts[0], [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH], names),
+        ("client", "client", [ExtendedKeyUsageOID.CLIENT_AUTH], []))
+    for stem, common_name, usages, alternative in leaves:
         key = ec.generate_private_key(ec.SECP256R1())
         builder = (_builder(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]), ca_name,
                             key.public_key(), now, days)
                    .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-                   .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
+                   .add_extension(x509.ExtendedKeyUsage(usages), critical=False))
         if alternative:
             builder = builder.add_extension(x509.SubjectAlternativeName(alternative), critical=False)
         certificate = builder.sign(ca_key, hashes.SHA256())

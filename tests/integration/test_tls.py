@@ -244,3 +244,27 @@ def test_the_java_client_produces_and_consumes_over_tls_with_a_pem_truststore(ma
 def _one_line(path: Path) -> str:
     """A PEM file as a Java properties value (the line breaks escaped)."""
     return path.read_text().strip().replace("\n", "\\n")
+
+
+def test_a_broker_calls_another_on_an_ssl_inter_broker_listener_with_its_own_certificate(martlet_process: Any,
+                                                                                         tmp_path: Path) -> None:
+    """What a broker sends another (transaction markers) goes over TLS when the inter-broker
+    listener is an SSL one, showing the caller's certificate where one is required."""
+    from martlet.engine.api import NodeIdentity, RemoteMarkers, TopicPartition
+    from martlet.gateway.peers import send_markers
+    from martlet.gateway.tls import TlsSettings, client_context
+
+    certs = _certs(tmp_path / "certs")
+    broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
+    topic = f"tls-peer-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": secured, "security.protocol": "SSL",
+                         "ssl.ca.location": str(certs / "ca.pem"), "ssl.certificate.location": str(certs / "client.pem"),
+                         "ssl.key.location": str(certs / "client.key")})
+    admin.create_topics([NewTopic(topic, 1)])[topic].result(WAIT_S)
+    context = client_context(TlsSettings(str(certs / "broker.pem"), str(certs / "broker.key"), ca=str(certs / "ca.pem")))
+    port = int(secured.rsplit(":", 1)[1])
+    markers = RemoteMarkers(producer_id=4242, epoch=0, commit=False, partitions=(TopicPartition(topic, 0),), shards=())
+    assert asyncio.run(send_markers(NodeIdentity(1, "localhost", port), markers, context)) == []  # marked
+    with pytest.raises(ssl.SSLError):  # a caller that trusts another CA does not call it
+        asyncio.run(send_markers(NodeIdentity(1, "localhost", port), markers,
+                                 ssl.create_default_context(cafile=str(_certs(tmp_path / "other") / "ca.pem"))))
