@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import ssl
 import time
 
 from kio.schema.errors import ErrorCode
@@ -24,8 +25,9 @@ POLL_S = 0.05
 
 
 class AsyncAdmin:
-    def __init__(self, bootstrap: str, client_id: str = "martlet-admin", timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self.brokers = Brokers(bootstrap, client_id, timeout_s)
+    def __init__(self, bootstrap: str, client_id: str = "martlet-admin", timeout_s: float = DEFAULT_TIMEOUT_S, *,
+                 tls: ssl.SSLContext | None = None) -> None:
+        self.brokers = Brokers(bootstrap, client_id, timeout_s, tls)
         self.timeout_s = timeout_s
 
     async def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> TopicLayout:
@@ -93,9 +95,10 @@ class AsyncAdmin:
 class Admin:
     """The synchronous Admin: the same calls, each waiting for its answer."""
 
-    def __init__(self, bootstrap: str, client_id: str = "martlet-admin", timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, bootstrap: str, client_id: str = "martlet-admin", timeout_s: float = DEFAULT_TIMEOUT_S, *,
+                 tls: ssl.SSLContext | None = None) -> None:
         self._loop = LoopThread("martlet-admin")
-        self._admin = AsyncAdmin(bootstrap, client_id, timeout_s)
+        self._admin = AsyncAdmin(bootstrap, client_id, timeout_s, tls=tls)
 
     def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> TopicLayout:
         return self._loop.run(self._admin.create_topic(name, partitions, configs))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 import time
 from typing import Any
 
@@ -27,9 +28,10 @@ def addresses(bootstrap: str) -> list[tuple[str, int]]:
 
 
 class Brokers:
-    def __init__(self, bootstrap: str, client_id: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, client_id: str, timeout_s: float, tls: ssl.SSLContext | None = None) -> None:
         self.bootstrap = addresses(bootstrap)
         self.client_id = client_id
+        self.tls = tls  # every connection uses TLS with it (a broker's SSL listener)
         self.timeout_s = timeout_s  # how long a call may look for a broker that answers
         self._connections: dict[tuple[str, int], Connection] = {}
         self._opening: dict[tuple[str, int], asyncio.Task[Connection]] = {}
@@ -43,7 +45,8 @@ class Brokers:
             return connection
         task = self._opening.get(address)
         if task is None:
-            task = self._opening[address] = asyncio.ensure_future(Connection.open(host, port, self.client_id))
+            task = self._opening[address] = asyncio.ensure_future(
+                Connection.open(host, port, self.client_id, tls=self.tls))
             task.add_done_callback(functools.partial(self._opened, address))
         return await asyncio.shield(task)
 

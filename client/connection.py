@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,9 +36,12 @@ class Connection:
         self._reading = asyncio.ensure_future(self._read_answers())
 
     @classmethod
-    async def open(cls, host: str, port: int, client_id: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Connection:
+    async def open(cls, host: str, port: int, client_id: str, timeout_s: float = CONNECT_TIMEOUT_S,
+                   tls: ssl.SSLContext | None = None) -> Connection:
+        """Connect, with TLS when `tls` is given (the broker's name checked against `host`)."""
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+            opening = asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls is not None else None)
+            reader, writer = await asyncio.wait_for(opening, timeout_s)
         except (OSError, TimeoutError) as error:
             raise Disconnected(f"cannot connect to {host}:{port}: {error or type(error).__name__}") from error
         return cls(host, port, client_id, reader, writer)

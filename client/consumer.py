@@ -40,6 +40,7 @@ import datetime
 import logging
 import os
 import socket
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -95,6 +96,7 @@ class ConsumerOptions(TypedDict, total=False):
     client_id: str
     timeout_s: float  # how long one request looks for a broker (or coordinator) that answers
     read_committed: bool  # default True
+    tls: ssl.SSLContext  # connect with TLS (a broker's SSL listener)
 
 
 class _Coordinator:
@@ -154,7 +156,7 @@ class AsyncConsumer:
         self.commit_group = f"{group}.{self.member_name}" if broadcast else group
         self.timeout_s = options.get("timeout_s", DEFAULT_TIMEOUT_S)
         self.isolation_level = READ_COMMITTED if options.get("read_committed", True) else READ_UNCOMMITTED
-        brokers = Brokers(bootstrap, options.get("client_id", "martlet-consumer"), self.timeout_s)
+        brokers = Brokers(bootstrap, options.get("client_id", "martlet-consumer"), self.timeout_s, options.get("tls"))
         self._leaders = Leaders(brokers)
         self._coordinator = _Coordinator(brokers, self.commit_group, self.timeout_s)
         self._positions: dict[TopicPartition, int] = {}  # of the partitions it owns

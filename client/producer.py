@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
@@ -93,6 +94,7 @@ class ProducerConfig:
     buffer_bytes: int = BUFFER_BYTES_DEFAULT  # send() waits while this much is held unpersisted
     batch_bytes: int = BATCH_BYTES_MAX  # the most one WRITE carries to a partition
     retry_timeout_s: float = RETRY_TIMEOUT_S  # how long a batch is retried before on_failed
+    tls: ssl.SSLContext | None = None  # connect with TLS (a broker's SSL listener): ssl.create_default_context(...)
 
 
 class AsyncProducer:
@@ -100,7 +102,7 @@ class AsyncProducer:
                  on_written: Callable[[Message], None] | None = None,
                  on_persisted: Callable[[Message], None] | None = None,
                  on_failed: Callable[[Message, Exception], None] | None = None) -> None:
-        self.brokers = Brokers(bootstrap, config.client_id, config.retry_timeout_s)
+        self.brokers = Brokers(bootstrap, config.client_id, config.retry_timeout_s, config.tls)
         self.topic = topic
         self.config = config
         self.callbacks = _Callbacks(on_written, on_persisted, on_failed)

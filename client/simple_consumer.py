@@ -8,6 +8,7 @@ parent and split offset) is then the caller's business.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from typing import TypeVar
 
@@ -36,14 +37,15 @@ T = TypeVar("T")
 
 class AsyncSimpleConsumer:
     def __init__(self, bootstrap: str, topic: str, partition: int, client_id: str = "martlet-simple-consumer",
-                 timeout_s: float = DEFAULT_TIMEOUT_S, read_committed: bool = True) -> None:
+                 timeout_s: float = DEFAULT_TIMEOUT_S, read_committed: bool = True, *,
+                 tls: ssl.SSLContext | None = None) -> None:
         """`topic` is a name or a resource name; `timeout_s` bounds how long a call looks
-        for the partition's leader."""
+        for the partition's leader; `tls` connects with TLS (a broker's SSL listener)."""
         self.asked = topic  # a name or a resource name
         self.tp = TopicPartition(topic, partition)  # by name once the layout is read
         self.timeout_s = timeout_s
         self.isolation_level = READ_COMMITTED if read_committed else READ_UNCOMMITTED
-        self._leaders = Leaders(Brokers(bootstrap, client_id, timeout_s))
+        self._leaders = Leaders(Brokers(bootstrap, client_id, timeout_s, tls))
 
     async def fetch(self, offset: int, max_messages: int = 500, timeout_s: float = 1.0) -> list[Message]:
         """The messages from `offset` on (at most `max_messages`), waiting up to `timeout_s`
@@ -101,8 +103,9 @@ class SimpleConsumer(Synchronous):
     """The synchronous SimpleConsumer: the same calls, each waiting for its answer."""
 
     def __init__(self, bootstrap: str, topic: str, partition: int, client_id: str = "martlet-simple-consumer",
-                 timeout_s: float = DEFAULT_TIMEOUT_S, read_committed: bool = True) -> None:
-        self._consumer = AsyncSimpleConsumer(bootstrap, topic, partition, client_id, timeout_s, read_committed)
+                 timeout_s: float = DEFAULT_TIMEOUT_S, read_committed: bool = True, *,
+                 tls: ssl.SSLContext | None = None) -> None:
+        self._consumer = AsyncSimpleConsumer(bootstrap, topic, partition, client_id, timeout_s, read_committed, tls=tls)
         super().__init__("martlet-simple-consumer", self._consumer, "consumer")
 
     def fetch(self, offset: int, max_messages: int = 500, timeout_s: float = 1.0) -> list[Message]:

@@ -36,6 +36,7 @@ from ..context import Context
 from ..mapping import batch_code, error_code, refusal_code
 from ..writes import Refused, checked
 from .api import Codec, handles
+from .metadata import address
 from .produce import room
 
 NO_ID = uuid.UUID(int=0)
@@ -44,7 +45,7 @@ NOT_TRANSACTIONAL = "the native write takes no transactional batches: use a Kafk
 
 @handles(ApiKey.NATIVE_LAYOUT, 0, 0, Codec(decode_layout_request, encode_layout_answer))
 async def layout(ctx: Context, header: RequestHeader, names: list[str]) -> list[TopicLayout]:
-    return [_layout(ctx, name) for name in names]
+    return [_layout(ctx, name, header.peer.listener) for name in names]
 
 
 def find(ctx: Context, name: str) -> Topic | None:
@@ -56,7 +57,8 @@ def find(ctx: Context, name: str) -> Topic | None:
     return topic if topic is not None and str(topic.resource) == name else None
 
 
-def _layout(ctx: Context, name: str) -> TopicLayout:
+def _layout(ctx: Context, name: str, listener: str) -> TopicLayout:
+    """The topic's partitions, their leaders named by where a client on `listener` reaches them."""
     topic = find(ctx, name)
     if topic is None:
         return TopicLayout(ErrorCode.unknown_topic_or_partition, name, "", NO_ID, UNKNOWN, ())
@@ -64,11 +66,12 @@ def _layout(ctx: Context, name: str) -> TopicLayout:
     splits = {child: (parent, offset) for child, parent, offset in topic.splits}
     for index, (start, end) in enumerate(topic.ranges):
         leader = ctx.cluster.leader_of(topic.name, index)
+        host, port = ("", -1) if leader is None else address(ctx, leader, listener)
         session = ctx.partitions.session_if_open(topic.name, index)
         checkpoint = UNKNOWN if session is None else ctx.partitions.info(TopicPartition(topic.name, index)).checkpoint
         partitions.append(PartitionLayout(
-            index, start, end, NO_NODE if leader is None else leader.node_id, "" if leader is None else leader.host,
-            -1 if leader is None else leader.port, UNKNOWN if session is None else session, checkpoint,
+            index, start, end, NO_NODE if leader is None else leader.node_id, host, port,
+            UNKNOWN if session is None else session, checkpoint,
             *splits.get(index, (NO_PARENT, UNKNOWN))))
     return TopicLayout(ErrorCode.none, topic.name, str(topic.resource), topic.resource.uid, topic.version,
                        tuple(partitions))

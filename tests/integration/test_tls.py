@@ -268,3 +268,37 @@ def test_a_broker_calls_another_on_an_ssl_inter_broker_listener_with_its_own_cer
     with pytest.raises(ssl.SSLError):  # a caller that trusts another CA does not call it
         asyncio.run(send_markers(NodeIdentity(1, "localhost", port), markers,
                                  ssl.create_default_context(cafile=str(_certs(tmp_path / "other") / "ca.pem"))))
+
+
+def test_the_native_sdk_writes_and_reads_over_tls(martlet_process: Any, tmp_path: Path) -> None:
+    from martlet.client.admin import Admin
+    from martlet.client.consumer import Consumer as NativeConsumer
+    from martlet.client.producer import Producer as NativeProducer
+    from martlet.client.producer import ProducerConfig
+    from martlet.client.simple_consumer import SimpleConsumer
+
+    certs = _certs(tmp_path / "certs")
+    broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
+    context = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+    context.load_cert_chain(certs / "client.pem", certs / "client.key")
+    port = int(secured.rsplit(":", 1)[1])
+    bootstrap = f"localhost:{port}"
+    with Admin(bootstrap, tls=context) as admin:
+        layout = admin.create_topic("native-tls", 2)
+        assert {(p.leader_host, p.leader_port) for p in layout.partitions} == {("localhost", port)}  # the SSL one
+    with NativeProducer(bootstrap, "native-tls", ProducerConfig(tls=context)) as producer:
+        for index in range(50):
+            producer.send(f"n{index}".encode(), f"k{index}".encode())
+        producer.wait_persisted(WAIT_S)
+    with SimpleConsumer(bootstrap, "native-tls", 0, tls=context) as simple:
+        first = simple.fetch(0, timeout_s=5.0)
+    consumer = NativeConsumer(bootstrap, "native-tls-group", ["native-tls"], tls=context)
+    try:
+        got: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < 50 and time.monotonic() < deadline:
+            got += [message.value for message in consumer.poll(1.0)]
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(f"n{index}".encode() for index in range(50))
+    assert first and all(message.value in got for message in first)
