@@ -365,25 +365,34 @@ class Connection(asyncio.BufferedProtocol):
         serving task in order; so does the error of one that fails."""
         for index, frame in enumerate(frames):
             release = _Release() if _api_key(frame) == PRODUCE_KEY else None
-            token = handled_with(release)
             try:
-                handling = self.server.dispatcher.handle(frame, self.client)
-                try:
-                    waiting_on = handling.send(None)
-                except StopIteration as done:
-                    self._write(done.value)
-                    if self._write_waiters is None:
-                        continue
-                    return frames[index + 1:]
-                except Exception as error:  # noqa: BLE001 - the serving task raises it, as if it had run it
-                    return [_Failed(error), *frames[index + 1:]]
-                task = asyncio.get_running_loop().create_task(_resumed(handling, waiting_on))
-            finally:
-                reset(token)
+                outcome = self._start(frame, release)
+            except Exception as error:  # noqa: BLE001 - the serving task raises it, as if it had run it
+                return [_Failed(error), *frames[index + 1:]]
+            if not isinstance(outcome, asyncio.Task):
+                self._write(outcome)
+                if self._write_waiters is None:
+                    continue
+                return frames[index + 1:]
             if release is not None and not release.done:
-                self._waiting = task  # not appended yet: the connection's end cancels it
-            return [_Started(task, release), *frames[index + 1:]]
+                self._waiting = outcome  # not appended yet: the connection's end cancels it
+            return [_Started(outcome, release), *frames[index + 1:]]
         return []
+
+    def _start(self, frame: bytearray, release: _Release | None) -> Buffers | None | asyncio.Task[Buffers | None]:
+        """Run a request eagerly, here: its answer if it needs no wait, else the task that goes
+        on with it from where it suspended. A produce request calls `release` once appended."""
+        token = handled_with(release)
+        try:
+            handling = self.server.dispatcher.handle(frame, self.client)
+            try:
+                waiting_on = handling.send(None)
+            except StopIteration as done:
+                answer: Buffers | None = done.value
+                return answer
+            return asyncio.get_running_loop().create_task(_resumed(handling, waiting_on))
+        finally:
+            reset(token)
 
     async def _serve(self) -> None:
         try:
@@ -441,18 +450,11 @@ class Connection(asyncio.BufferedProtocol):
         case) is answered without ever suspending, and so without a task, a future or a
         wait of its own (each request paid those before: issue 47)."""
         release = _Release()
-        token = handled_with(release)
-        try:
-            handling = self.server.dispatcher.handle(frame, self.client)
-            try:
-                waiting_on = handling.send(None)
-            except StopIteration as done:
-                self._answer(done.value)
-                return
-            task = asyncio.get_running_loop().create_task(_resumed(handling, waiting_on))
-        finally:
-            reset(token)
-        await self._produced(task, release)
+        outcome = self._start(frame, release)
+        if isinstance(outcome, asyncio.Task):
+            await self._produced(outcome, release)
+        else:
+            self._answer(outcome)
 
     async def _produced(self, task: asyncio.Task[Buffers | None], release: _Release) -> None:
         """A produce request that suspended: its answer joins the queue; the connection goes
