@@ -44,3 +44,24 @@ def test_a_tls_handshake_on_a_plaintext_listener_is_named_as_such():
     buffer[:len(hello)] = hello
     with pytest.raises(FrameError, match="a TLS client on a plaintext listener"):
         reader.filled(len(hello))
+
+
+def test_tls_files_that_change_into_something_unloadable_keep_the_previous_context(tmp_path, caplog, monkeypatch):
+    import os
+
+    from martlet.gateway import tls
+    from martlet.tools.certs import create
+
+    create(tmp_path, ["localhost"], 1)
+    contexts = tls.ServerContexts(TlsSettings(str(tmp_path / "broker.pem"), str(tmp_path / "broker.key")))
+    first = contexts.current()
+    monkeypatch.setattr(tls, "RELOAD_CHECK_S", 0.0)  # look at the files on every call
+    assert contexts.current() is first  # unchanged files: the same context
+    (tmp_path / "broker.key").write_text("-----BEGIN PRIVATE KEY-----\nhalf writ")
+    os.utime(tmp_path / "broker.key", (1, 1))  # a new modification time, whatever the clock's resolution
+    with caplog.at_level("WARNING"):
+        assert contexts.current() is first
+    assert "do not load" in caplog.text
+    create(tmp_path, ["localhost"], 1)  # whole files again
+    os.utime(tmp_path / "broker.key", (2, 2))
+    assert contexts.current() is not first
