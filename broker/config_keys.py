@@ -70,6 +70,7 @@ TLS_NOTES = {
     "ca": "PEM: the CAs whose client certificates are accepted",
     "client_auth": "Kafka's ssl.client.auth: none, requested or required (the principal: User:<subject DN>)",
     "protocols": "Kafka's ssl.enabled.protocols",
+    "principal_mapping_rules": 'Kafka\'s ssl.principal.mapping.rules: "RULE:pattern/replacement/[LU],...,DEFAULT"',
 }
 UDP_NOTES = {
     "listen": 'datagrams into topics (gateway/udp.py), "HOST:PORT"; "": none',

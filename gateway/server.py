@@ -46,7 +46,8 @@ from ..protocol.framing import CHUNK_BYTES, FrameError, FrameReader
 from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
 from .ordering import handled_with, reset
-from .tls import ServerContexts, principal
+from .principal_rules import NoMatchingRule
+from .tls import ANONYMOUS, ServerContexts
 
 logger = logging.getLogger(__name__)
 READ_AHEAD_BYTES = 4 << 20  # whole frames read but not yet handled, per connection
@@ -151,7 +152,7 @@ class Server:
         self._open += 1
         self.accepted += 1
         sock.setblocking(False)  # (asyncio's transports and uvloop's set TCP_NODELAY themselves)
-        connection = Connection(self, ip, listener)
+        connection = Connection(self, ip, listener, tls)
         assert self._loop is not None
         task = self._loop.create_task(self._connect(sock, connection, tls))
         self._connecting.add(task)
@@ -250,9 +251,9 @@ class Connection(asyncio.BufferedProtocol):
     # while someone waits, keep it small.
     __slots__ = ("server", "ip", "_released", "reader", "frames", "queued_bytes", "peer", "client", "transport",
                  "task", "_wake", "_write_waiters", "_reading_paused", "_ended", "_lost", "_answering", "_writer",
-                 "_waiting")
+                 "_waiting", "_tls")
 
-    def __init__(self, server: Server, ip: str, listener: str = "") -> None:
+    def __init__(self, server: Server, ip: str, listener: str = "", tls: ServerContexts | None = None) -> None:
         self.server = server
         self.ip = ip  # counted under it (max.connections.per.ip)
         self._released = False
@@ -273,16 +274,22 @@ class Connection(asyncio.BufferedProtocol):
         self._answering: list[asyncio.Task[Buffers | None] | Buffers | None] = []
         self._writer: asyncio.Task[None] | None = None  # writes the answers of _answering
         self._waiting: asyncio.Task[Buffers | None] | None = None  # the produce that has not appended yet
+        self._tls = tls  # a TLS listener's: its principal mapping rules
 
     # -- protocol callbacks (the event loop calls these) ----------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport subclass
         peer = transport.get_extra_info("peername")
+        try:  # a TLS client's certificate names its principal
+            who = ANONYMOUS if self._tls is None else self._tls.principal(transport.get_extra_info("peercert"))
+        except NoMatchingRule as error:
+            logger.info("closing connection from /%s on listener %s: %s", self.ip, self.client.listener, error)
+            self.abort()
+            return
         if isinstance(peer, tuple):
             self.peer = f"{peer[0]}:{peer[1]}"
-            # Kafka shows hosts as "/address"; a TLS client's certificate names its principal.
-            self.client = Peer(f"/{peer[0]}", self.client.listener, principal(transport.get_extra_info("peercert")))
+            self.client = Peer(f"/{peer[0]}", self.client.listener, who)  # Kafka shows hosts as "/address"
         self.server._connections.add(self)
         self.task = asyncio.get_running_loop().create_task(self._serve())
 

@@ -22,7 +22,11 @@ import ssl
 import time
 from dataclasses import dataclass
 
+from .principal_rules import Rule, mapped, parse_rules
+
 logger = logging.getLogger(__name__)
+
+DEFAULT_RULES = parse_rules("DEFAULT")
 
 ANONYMOUS = "User:ANONYMOUS"
 RELOAD_CHECK_S = 1.0
@@ -43,6 +47,7 @@ class TlsSettings:
     ca: str = ""  # PEM: the CAs whose client certificates are accepted
     client_auth: str = "none"  # Kafka's ssl.client.auth: none, requested, required
     protocols: tuple[str, ...] = ("TLSv1.2", "TLSv1.3")  # Kafka's ssl.enabled.protocols
+    principal_mapping_rules: str = "DEFAULT"  # Kafka's ssl.principal.mapping.rules (gateway/principal_rules.py)
 
 
 def check(settings: TlsSettings) -> None:
@@ -53,6 +58,10 @@ def check(settings: TlsSettings) -> None:
         raise ValueError(f"[tls] client_auth: {settings.client_auth!r} is not one of {', '.join(CLIENT_AUTH)}")
     if settings.client_auth != "none" and not settings.ca:
         raise ValueError(f"[tls] client_auth {settings.client_auth!r} needs ca, the CAs client certificates come from")
+    try:
+        parse_rules(settings.principal_mapping_rules)
+    except ValueError as error:
+        raise ValueError(f"[tls] principal_mapping_rules: {error}") from None
     unknown = [name for name in settings.protocols if name not in VERSIONS]
     if unknown or not settings.protocols:
         raise ValueError(f"[tls] protocols: {unknown or 'none'}: expected some of {', '.join(VERSIONS)}")
@@ -86,6 +95,7 @@ class ServerContexts:
 
     def __init__(self, settings: TlsSettings) -> None:
         self.settings = settings
+        self.rules = parse_rules(settings.principal_mapping_rules)
         self._context = build(settings)
         self._stamps = self._stamp()
         self._checked = time.monotonic()
@@ -99,6 +109,11 @@ class ServerContexts:
                 self._stamps = stamps
                 self._reload()
         return self._context
+
+    def principal(self, peercert: object) -> str:
+        """The principal of a connection's client certificate, mapped by the rules;
+        NoMatchingRule when none maps it (the connection is refused)."""
+        return principal(peercert, self.rules)
 
     def _reload(self) -> None:
         try:
@@ -119,16 +134,17 @@ class ServerContexts:
         return tuple(stamps)
 
 
-def principal(peercert: object) -> str:
-    """Kafka's principal of a verified client certificate ("User:CN=...,O=..."), as
-    SSLObject.getpeercert() gives it; User:ANONYMOUS without one."""
+def principal(peercert: object, rules: tuple[Rule, ...] = DEFAULT_RULES) -> str:
+    """Kafka's principal of a verified client certificate ("User:" and its subject as an RFC
+    2253 name, mapped by `rules`), as SSLObject.getpeercert() gives it; User:ANONYMOUS without
+    one. NoMatchingRule when no rule maps the name."""
     subject = peercert.get("subject") if isinstance(peercert, dict) else None
     if not subject:
         return ANONYMOUS
     rdns = []
     for rdn in reversed(subject):  # RFC 2253: the most specific first
         rdns.append("+".join(f"{SHORT_NAMES.get(name, name)}={_escaped(value)}" for name, value in rdn))
-    return "User:" + ",".join(rdns)
+    return "User:" + mapped(rules, ",".join(rdns))
 
 
 def _escaped(value: str) -> str:

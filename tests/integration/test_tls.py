@@ -38,7 +38,8 @@ def _certs(folder: Path) -> Path:
     return folder
 
 
-def _start(martlet_process: Any, tmp_path: Path, certs: Path, client_auth: str = "none") -> tuple[Any, str, str]:
+def _start(martlet_process: Any, tmp_path: Path, certs: Path, client_auth: str = "none",
+           more: str = "") -> tuple[Any, str, str]:
     """A broker with an SSL listener (first) and a PLAINTEXT one; (broker, ssl address, plain address)."""
     config = tmp_path / "tls.toml"
     config.write_text(f"""[gateway]
@@ -49,6 +50,7 @@ certificate = "{certs / 'broker.pem'}"
 key = "{certs / 'broker.key'}"
 ca = "{certs / 'ca.pem'}"
 client_auth = "{client_auth}"
+{more}
 """)
     broker = martlet_process(extra_args=["--config", str(config)], http="off", listen=False)
     lines = dict(broker._read_line(WAIT_S, "martlet listener ").split(" ")[2:5:2] for _ in range(2))
@@ -302,3 +304,19 @@ def test_the_native_sdk_writes_and_reads_over_tls(martlet_process: Any, tmp_path
         consumer.close()
     assert sorted(got) == sorted(f"n{index}".encode() for index in range(50))
     assert first and all(message.value in got for message in first)
+
+
+def test_a_client_certificate_no_principal_mapping_rule_maps_is_refused(martlet_process: Any, tmp_path: Path) -> None:
+    certs = _certs(tmp_path / "certs")
+    broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required",
+                                more='principal_mapping_rules = "RULE:^CN=admin$/$0/"')
+    with _tls_client(secured, certs / "ca.pem", (certs / "client.pem", certs / "client.key")) as client:
+        try:  # CN=client: no rule maps it, so no principal
+            closed = is_closed(client.sock, WAIT_S)
+        except ssl.SSLError:  # the close seen by TLS before the socket (no close_notify: an abort)
+            closed = True
+        assert closed
+    deadline = time.monotonic() + WAIT_S
+    while "no ssl.principal.mapping.rules rule maps 'CN=client'" not in broker.log_tail(200):
+        assert time.monotonic() < deadline, broker.log_tail()
+        time.sleep(0.05)
