@@ -12,6 +12,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from tests.support.tls import listener_addresses
+
 pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
@@ -40,7 +42,7 @@ inter_broker_listener_name = "LOCAL"
 """)
     broker = martlet_process(extra_args=["--config", str(config)], http="off", listen=False)
     assert broker.bootstrap == f"127.0.0.1:{client_port}"  # the first listener's line
-    lines = dict(broker._read_line(WAIT_S, "martlet listener ").split(" ")[2:5:2] for _ in range(2))
+    lines = listener_addresses(broker)
     assert lines["CLIENT"] == f"127.0.0.1:{client_port}"
     local = lines["LOCAL"]
 

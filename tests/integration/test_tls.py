@@ -10,8 +10,6 @@ import asyncio
 import shutil
 import socket
 import ssl
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -26,35 +24,21 @@ from kafka import KafkaConsumer, KafkaProducer
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from tests.integration.raw_client import RawClient, encode_request, is_closed
+from tests.support.tls import listener_addresses, make_certs, pem_one_line, ssl_config
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
 
 
-def _certs(folder: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "martlet.cli", "certs", "create", str(folder)], check=True,
-                   capture_output=True, timeout=WAIT_S)
-    return folder
-
-
 def _start(martlet_process: Any, tmp_path: Path, certs: Path, client_auth: str = "none",
            more: str = "") -> tuple[Any, str, str]:
     """A broker with an SSL listener (first) and a PLAINTEXT one; (broker, ssl address, plain address)."""
     config = tmp_path / "tls.toml"
-    config.write_text(f"""[gateway]
-listeners = ["SSL://localhost:0", "PLAINTEXT://127.0.0.1:0"]
-
-[tls]
-certificate = "{certs / 'broker.pem'}"
-key = "{certs / 'broker.key'}"
-ca = "{certs / 'ca.pem'}"
-client_auth = "{client_auth}"
-{more}
-""")
+    config.write_text(ssl_config(certs, client_auth, more))
     broker = martlet_process(extra_args=["--config", str(config)], http="off", listen=False)
-    lines = dict(broker._read_line(WAIT_S, "martlet listener ").split(" ")[2:5:2] for _ in range(2))
-    return broker, lines["SSL"], lines["PLAINTEXT"]
+    addresses = listener_addresses(broker)
+    return broker, addresses["SSL"], addresses["PLAINTEXT"]
 
 
 def _tls_client(address: str, ca: Path, certificate: tuple[Path, Path] | None = None) -> RawClient:
@@ -67,7 +51,7 @@ def _tls_client(address: str, ca: Path, certificate: tuple[Path, Path] | None = 
 
 
 def test_kafka_clients_produce_and_consume_over_tls(martlet_process: Any, tmp_path: Path) -> None:
-    certs = _certs(tmp_path / "certs")
+    certs = make_certs(tmp_path / "certs")
     broker, secured, _ = _start(martlet_process, tmp_path, certs)
     settings = {"bootstrap.servers": secured, "security.protocol": "SSL", "ssl.ca.location": str(certs / "ca.pem")}
     admin = AdminClient(settings)
@@ -96,7 +80,7 @@ def test_kafka_clients_produce_and_consume_over_tls(martlet_process: Any, tmp_pa
 
 def test_the_wrong_protocol_on_either_port_fails_at_once_and_the_broker_goes_on(martlet_process: Any,
                                                                                tmp_path: Path) -> None:
-    certs = _certs(tmp_path / "certs")
+    certs = make_certs(tmp_path / "certs")
     broker, secured, plain = _start(martlet_process, tmp_path, certs)
     host, port = secured.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=WAIT_S) as sock:  # a plaintext Kafka request
@@ -117,7 +101,7 @@ def test_the_wrong_protocol_on_either_port_fails_at_once_and_the_broker_goes_on(
 
 def test_a_listener_that_requires_client_certificates_refuses_a_client_without_one(martlet_process: Any,
                                                                                    tmp_path: Path) -> None:
-    certs = _certs(tmp_path / "certs")
+    certs = make_certs(tmp_path / "certs")
     broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
     request = ApiVersionsRequest(client_software_name="raw", client_software_version="1")
     with pytest.raises((ssl.SSLError, ConnectionError)):
@@ -134,12 +118,12 @@ def test_a_listener_that_requires_client_certificates_refuses_a_client_without_o
 
 def test_a_certificate_replaced_on_disk_serves_new_connections_without_a_restart(martlet_process: Any,
                                                                                 tmp_path: Path) -> None:
-    certs = _certs(tmp_path / "certs")
+    certs = make_certs(tmp_path / "certs")
     broker, secured, _ = _start(martlet_process, tmp_path, certs)
     request = ApiVersionsRequest(client_software_name="raw", client_software_version="1")
     with _tls_client(secured, certs / "ca.pem") as client:
         assert client.request(request).error_code == 0
-    renewed = _certs(tmp_path / "renewed")  # another CA: a client trusting only it tells the two apart
+    renewed = make_certs(tmp_path / "renewed")  # another CA: a client trusting only it tells the two apart
     for name in ("broker.key", "broker.pem"):
         shutil.copy(renewed / name, certs / f"{name}.new")
     for name in ("broker.key", "broker.pem"):
@@ -185,7 +169,7 @@ async def _through_aiokafka(bootstrap: str, topic: str, context: ssl.SSLContext,
 
 
 def test_kafka_python_and_aiokafka_produce_and_consume_over_tls(martlet_process: Any, tmp_path: Path) -> None:
-    certs = _certs(tmp_path / "certs")
+    certs = make_certs(tmp_path / "certs")
     broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
     ca, certificate, key = str(certs / "ca.pem"), str(certs / "client.pem"), str(certs / "client.key")
     topic = f"tls-py-{uuid.uuid4().hex[:8]}"
@@ -219,14 +203,14 @@ def test_kafka_python_and_aiokafka_produce_and_consume_over_tls(martlet_process:
 def test_the_java_client_produces_and_consumes_over_tls_with_a_pem_truststore(martlet_process: Any, tmp_path: Path,
                                                                                kafka_tool: Any) -> None:
     """Kafka's console tools (the Java client 4.4) with PEM files, verifying the host name."""
-    certs = _certs(tmp_path / "certs")
+    certs = make_certs(tmp_path / "certs")
     broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
     properties = tmp_path / "client.properties"
     properties.write_text("security.protocol=SSL\nssl.truststore.type=PEM\n"
                           f"ssl.truststore.location={certs / 'ca.pem'}\n"
                           "ssl.keystore.type=PEM\n"
-                          f"ssl.keystore.certificate.chain={_one_line(certs / 'client.pem')}\n"
-                          f"ssl.keystore.key={_one_line(certs / 'client.key')}\n")
+                          f"ssl.keystore.certificate.chain={pem_one_line(certs / 'client.pem')}\n"
+                          f"ssl.keystore.key={pem_one_line(certs / 'client.key')}\n")
     topic = f"tls-java-{uuid.uuid4().hex[:8]}"
 
     def run_ok(tool: str, args: list[str], data: bytes | None = None) -> str:
@@ -243,11 +227,6 @@ def test_the_java_client_produces_and_consumes_over_tls_with_a_pem_truststore(ma
     assert out.splitlines() == lines
 
 
-def _one_line(path: Path) -> str:
-    """A PEM file as a Java properties value (the line breaks escaped)."""
-    return path.read_text().strip().replace("\n", "\\n")
-
-
 def test_a_broker_calls_another_on_an_ssl_inter_broker_listener_with_its_own_certificate(martlet_process: Any,
                                                                                          tmp_path: Path) -> None:
     """What a broker sends another (transaction markers) goes over TLS when the inter-broker
@@ -256,7 +235,7 @@ def test_a_broker_calls_another_on_an_ssl_inter_broker_listener_with_its_own_cer
     from martlet.gateway.peers import send_markers
     from martlet.gateway.tls import TlsSettings, client_context
 
-    certs = _certs(tmp_path / "certs")
+    certs = make_certs(tmp_path / "certs")
     broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
     topic = f"tls-peer-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": secured, "security.protocol": "SSL",
@@ -269,7 +248,7 @@ def test_a_broker_calls_another_on_an_ssl_inter_broker_listener_with_its_own_cer
     assert asyncio.run(send_markers(NodeIdentity(1, "localhost", port), markers, context)) == []  # marked
     with pytest.raises(ssl.SSLError):  # a caller that trusts another CA does not call it
         asyncio.run(send_markers(NodeIdentity(1, "localhost", port), markers,
-                                 ssl.create_default_context(cafile=str(_certs(tmp_path / "other") / "ca.pem"))))
+                                 ssl.create_default_context(cafile=str(make_certs(tmp_path / "other") / "ca.pem"))))
 
 
 def test_the_native_sdk_writes_and_reads_over_tls(martlet_process: Any, tmp_path: Path) -> None:
@@ -279,7 +258,7 @@ def test_the_native_sdk_writes_and_reads_over_tls(martlet_process: Any, tmp_path
     from martlet.client.producer import ProducerConfig
     from martlet.client.simple_consumer import SimpleConsumer
 
-    certs = _certs(tmp_path / "certs")
+    certs = make_certs(tmp_path / "certs")
     broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required")
     context = ssl.create_default_context(cafile=str(certs / "ca.pem"))
     context.load_cert_chain(certs / "client.pem", certs / "client.key")
@@ -307,7 +286,7 @@ def test_the_native_sdk_writes_and_reads_over_tls(martlet_process: Any, tmp_path
 
 
 def test_a_client_certificate_no_principal_mapping_rule_maps_is_refused(martlet_process: Any, tmp_path: Path) -> None:
-    certs = _certs(tmp_path / "certs")
+    certs = make_certs(tmp_path / "certs")
     broker, secured, _ = _start(martlet_process, tmp_path, certs, client_auth="required",
                                 more='principal_mapping_rules = "RULE:^CN=admin$/$0/"')
     with _tls_client(secured, certs / "ca.pem", (certs / "client.pem", certs / "client.key")) as client:

@@ -6,8 +6,6 @@ client on the TLS port, and Metadata naming the SSL listener's address."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from martlet.compat.reference.kafka import ReferenceKafka
 from martlet.compat.reference.process import free_ports
 from tests.integration.raw_client import encode_request, is_closed
+from tests.support.tls import listener_addresses, make_certs, pem_one_line, ssl_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
@@ -26,10 +25,7 @@ WAIT_S = 30.0
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("certs")
-    subprocess.run([sys.executable, "-m", "martlet.cli", "certs", "create", str(folder)], check=True,
-                   capture_output=True, timeout=WAIT_S)
-    return folder
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 class SslReferenceKafka(ReferenceKafka):
@@ -47,8 +43,8 @@ class SslReferenceKafka(ReferenceKafka):
             "advertised.listeners": f"PLAINTEXT://{broker},SSL://localhost:{self.ssl_port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
             "ssl.keystore.type": "PEM",
-            "ssl.keystore.certificate.chain": _one_line(self.certs / "broker.pem"),
-            "ssl.keystore.key": _one_line(self.certs / "broker.key"),
+            "ssl.keystore.certificate.chain": pem_one_line(self.certs / "broker.pem"),
+            "ssl.keystore.key": pem_one_line(self.certs / "broker.key"),
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(self.certs / "ca.pem"),
             "ssl.client.auth": "required",
@@ -68,30 +64,17 @@ def kafka_ssl(certs: Path) -> Iterator[str]:
         kafka.stop()
 
 
-def _one_line(path: Path) -> str:
-    return path.read_text().strip().replace("\n", "\\n")
-
-
 @pytest.fixture(scope="module")
 def martlet_ssl(certs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from tests.fixtures.martlet import MartletProcess
 
     folder = tmp_path_factory.mktemp("martlet-ssl")
     config = folder / "tls.toml"
-    config.write_text(f"""[gateway]
-listeners = ["SSL://localhost:0", "PLAINTEXT://127.0.0.1:0"]
-
-[tls]
-certificate = "{certs / 'broker.pem'}"
-key = "{certs / 'broker.key'}"
-ca = "{certs / 'ca.pem'}"
-client_auth = "required"
-""")
+    config.write_text(ssl_config(certs, "required"))
     broker = MartletProcess(folder / "data", ["--config", str(config)], "off", listen=False)
     broker.start()
     try:
-        lines = dict(broker._read_line(WAIT_S, "martlet listener ").split(" ")[2:5:2] for _ in range(2))
-        yield f"localhost:{lines['SSL'].rsplit(':', 1)[1]}"
+        yield f"localhost:{listener_addresses(broker)['SSL'].rsplit(':', 1)[1]}"
     finally:
         broker.kill()
 
