@@ -299,3 +299,28 @@ def test_a_client_certificate_no_principal_mapping_rule_maps_is_refused(martlet_
     while "no ssl.principal.mapping.rules rule maps 'CN=client'" not in broker.log_tail(200):
         assert time.monotonic() < deadline, broker.log_tail()
         time.sleep(0.05)
+
+
+def test_broken_tls_handshakes_close_their_connections_and_the_broker_serves_on(martlet_process: Any,
+                                                                                tmp_path: Path) -> None:
+    """A ClientHello cut short, one followed by garbage, random bytes, an empty connection: each
+    ends without harm to the next client."""
+    import os
+
+    certs = make_certs(tmp_path / "certs")
+    broker, secured, _ = _start(martlet_process, tmp_path, certs)
+    host, port = secured.rsplit(":", 1)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    hello_maker = ssl.create_default_context().wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        hello_maker.do_handshake()
+    hello = outgoing.read()  # a real ClientHello
+    request = ApiVersionsRequest(client_software_name="raw", client_software_version="1")
+    for sent in (hello[:20], hello + os.urandom(3000), os.urandom(65536), b""):
+        with socket.create_connection((host, int(port)), timeout=WAIT_S) as sock:
+            sock.sendall(sent)
+            if len(sent) > len(hello):  # whole records the broker can judge: it closes at once
+                assert is_closed(sock, WAIT_S)
+        with _tls_client(secured, certs / "ca.pem") as client:  # unharmed
+            assert client.request(request).error_code == 0
+    assert broker.proc is not None and broker.proc.poll() is None
