@@ -30,7 +30,7 @@ from ..gateway.context import Context
 from ..gateway.dispatch import Dispatcher
 from ..gateway.http.service import HttpPort, start_http
 from ..gateway.http.state import HttpState
-from ..gateway.listeners import Listener, Listeners, join_address
+from ..gateway.listeners import WILDCARD_HOSTS, Listener, Listeners, join_address
 from ..gateway.peers import send_markers
 from ..gateway.registry import apis
 from ..gateway.server import Server
@@ -42,7 +42,6 @@ from .config import HTTP_DEFAULT, ServeConfig, listeners_of, parse_address, spli
 logger = logging.getLogger(__name__)
 LOCK_PATH = "serve.lock"
 START_S = 600.0  # the longest the start-up store work may take (every partition and coordinator shard here opened)
-WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
 class Broker:
@@ -98,7 +97,7 @@ class Broker:
         if self.member is not None:
             server = self.server
             self.member.connections = lambda: server.connection_count
-        endpoints = tuple(f"{name}://{join_address(host, port)}" for name, host, port in ctx.settings.endpoints)
+        endpoints = ctx.settings.advertised_listeners()
         identity = self.engine.cluster.advertise(ctx.settings.advertised_host, ctx.settings.advertised_port,
                                                  http=self._published_http(ctx.settings.advertised_host),
                                                  endpoints=endpoints)

@@ -17,7 +17,7 @@ from typing import Any, TypeGuard
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
 from ..gateway import connection_limits, tls
 from ..gateway.broker_dynamic import static_limits
-from ..gateway.listeners import Listeners, parse_listeners
+from ..gateway.listeners import WILDCARD_HOSTS, Listeners, parse_listeners
 from ..gateway.settings import GatewaySettings
 from ..gateway.tls import TlsSettings
 
@@ -170,7 +170,7 @@ def exposed(config: ServeConfig) -> list[str]:
 def _loopback(host: str) -> bool:
     """Only this machine reaches `host` (every address a name resolves to is a loopback one)."""
     host = host.strip("[]")
-    if host in ("", "0.0.0.0", "::"):
+    if host in WILDCARD_HOSTS:
         return False
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -275,6 +275,12 @@ def split_hdfs_url(url: str) -> tuple[str, str]:
     if scheme != "hdfs" or not sep or not authority:
         raise ConfigError(f"store {url!r} is not hdfs://HOST:PORT/PATH")
     return f"hdfs://{authority}", "/" + (path.strip("/") or "martlet")
+
+
+def with_advertised(config: ServeConfig, text: str) -> ServeConfig:
+    if config.listeners is not None:
+        raise ConfigError("--advertised: the config file names listeners; change advertised_listeners there")
+    return replace(config, advertised=text)
 
 
 def with_listen(config: ServeConfig, text: str) -> ServeConfig:

@@ -125,15 +125,13 @@ def serve(args: argparse.Namespace) -> int:
 def _serve_config(args: argparse.Namespace) -> ServeConfig:
     """The config file with the flags applied; refused (ConfigError) when it would serve a
     plaintext, unauthenticated door to other machines without --insecure."""
-    from ..broker.config import ConfigError, load, with_http, with_listen, with_store, with_udp
+    from ..broker.config import load, with_advertised, with_http, with_listen, with_store, with_udp
 
     config = load(args.config)
     if args.listen:
         config = with_listen(config, args.listen)
     if args.advertised:
-        if config.listeners is not None:
-            raise ConfigError("--advertised: the config file names listeners; change advertised_listeners there")
-        config = replace(config, advertised=args.advertised)
+        config = with_advertised(config, args.advertised)
     if args.data_dir:
         config = replace(config, data_dir=args.data_dir)
     if args.store:

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})  # listening on every address: none a client can be told
+
 
 class SecurityProtocol(enum.Enum):
     PLAINTEXT = "PLAINTEXT"
@@ -66,7 +68,7 @@ def parse_listeners(listeners: Iterable[str], protocol_map: str | Mapping[str, s
     found: dict[str, Listener] = {}
     ports: set[int] = set()
     for text in listeners:
-        name, host, port = _endpoint(text, "listeners")
+        name, host, port = parse_endpoint(text, "listeners")
         if name in found:
             raise ValueError(f"listeners: {name} is named twice")
         if port and port in ports:
@@ -87,13 +89,13 @@ def parse_listeners(listeners: Iterable[str], protocol_map: str | Mapping[str, s
 
 
 def _advertise(found: dict[str, Listener], text: str) -> None:
-    name, host, port = _endpoint(text, "advertised_listeners")
+    name, host, port = parse_endpoint(text, "advertised_listeners")
     listener = found.get(name)
     if listener is None:
         raise ValueError(f"advertised_listeners: {name} is not one of the listeners ({', '.join(found)})")
     if listener.advertised is not None:
         raise ValueError(f"advertised_listeners: {name} is named twice")
-    if host in ("", "0.0.0.0", "::"):
+    if host in WILDCARD_HOSTS:
         raise ValueError(f"advertised_listeners: {text} is not an address a client can reach "
                          "(the unroutable meta-address, or no host)")
     if port == 0:
@@ -133,7 +135,7 @@ def _default_protocol(name: str) -> SecurityProtocol | None:
         return None
 
 
-def _endpoint(text: str, setting: str) -> tuple[str, str, int]:
+def parse_endpoint(text: str, setting: str = "listener") -> tuple[str, str, int]:
     """(NAME, host, port) of "NAME://host:port"; an IPv6 host in brackets."""
     name, sep, address = text.strip().partition("://")
     if not sep or not name or not name.replace("_", "").replace("-", "").isalnum():

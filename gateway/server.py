@@ -40,14 +40,14 @@ import types
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import NamedTuple
 
-from ..protocol.codec import Peer, ProtocolError
+from ..protocol.codec import ANONYMOUS, Peer, ProtocolError
 from ..protocol.fetch_wire import Buffers
 from ..protocol.framing import CHUNK_BYTES, FrameError, FrameReader
 from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
 from .ordering import handled_with, reset
 from .principal_rules import NoMatchingRule
-from .tls import ANONYMOUS, ServerContexts
+from .tls import ServerContexts
 
 logger = logging.getLogger(__name__)
 READ_AHEAD_BYTES = 4 << 20  # whole frames read but not yet handled, per connection

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .listeners import join_address
+
 
 @dataclass(frozen=True, slots=True)
 class GatewaySettings:
@@ -27,6 +29,10 @@ class GatewaySettings:
     # More names the HTTP port's Host field may give ([http] allowed_hosts; "*": any), besides
     # its own (gateway/http/guard.py). Here, not in ServeConfig, so the port reads it from its context.
     http_allowed_hosts: tuple[str, ...] = ()
+
+    def advertised_listeners(self) -> tuple[str, ...]:
+        """This node's listeners as advertised, "NAME://host:port" each."""
+        return tuple(f"{name}://{join_address(host, port)}" for name, host, port in self.endpoints)
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """Where clients that came in on `listener` reach this node."""

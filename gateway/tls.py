@@ -22,13 +22,13 @@ import ssl
 import time
 from dataclasses import dataclass
 
+from ..protocol.codec import ANONYMOUS
 from .principal_rules import Rule, mapped, parse_rules
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_RULES = parse_rules("DEFAULT")
 
-ANONYMOUS = "User:ANONYMOUS"
 RELOAD_CHECK_S = 1.0
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}

@@ -44,12 +44,15 @@ class ProtocolError(Exception):
     client_id: str | None = None
 
 
+ANONYMOUS = "User:ANONYMOUS"  # Kafka's principal of a client that proved nothing
+
+
 class Peer(NamedTuple):
     """Who a request came from, as its connection knows it."""
 
     host: str = ""  # the client's address as Kafka shows it: "/127.0.0.1"
     listener: str = ""  # the name of the listener it came in on (gateway/listeners.py)
-    principal: str = "User:ANONYMOUS"  # who it proved to be (a TLS client certificate: gateway/tls.py)
+    principal: str = ANONYMOUS  # who it proved to be (a TLS client certificate: gateway/tls.py)
 
 
 NO_PEER = Peer()  # a request not from a connection (tests, tools calling the dispatcher)

@@ -63,7 +63,7 @@ def _retention_hours(ctx: Context, _node: NodeIdentity) -> str:
 def _listener(ctx: Context, node: NodeIdentity) -> str:
     """The node's advertised listeners."""
     if node.node_id == ctx.node_id and ctx.settings.endpoints:
-        return ",".join(f"{name}://{join_address(host, port)}" for name, host, port in ctx.settings.endpoints)
+        return ",".join(ctx.settings.advertised_listeners())
     if node.node_id != ctx.node_id and node.endpoints:
         return ",".join(node.endpoints)
     host, port = address(ctx, node, "")

@@ -48,6 +48,7 @@ from ...protocol.codec import RequestHeader
 from ...protocol.metadata_wire import encode_metadata_response
 from ..context import Context
 from ..internal_topics import INTERNAL_CONFIGS, internal_by_id, internal_topic_id, is_internal
+from ..listeners import parse_endpoint
 from ..mapping import error_code
 from .api import Codec, handles
 
@@ -76,10 +77,11 @@ def _endpoints(endpoints: tuple[str, ...]) -> dict[str, tuple[str, int]]:
     """{name: (host, port)} of registered "NAME://host:port" endpoints (a node's, unchanged while it lives)."""
     found = {}
     for endpoint in endpoints:
-        name, _, hostport = endpoint.partition("://")
-        host, _, port = hostport.rpartition(":")
-        if port.isdigit():
-            found[name] = (host.strip("[]"), int(port))
+        try:
+            name, host, port = parse_endpoint(endpoint)
+        except ValueError:  # not one this node can read: that listener is not offered
+            continue
+        found[name] = (host, port)
     return found
 
 

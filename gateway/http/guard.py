@@ -30,12 +30,13 @@ import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ..listeners import WILDCARD_HOSTS
+
 Refusal = tuple[int, str]  # (status, message)
 CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 READS = frozenset({"GET", "HEAD"})
 JSON_TYPE = "application/json"
 FOREIGN_SITES = frozenset({"cross-site", "same-site"})  # Sec-Fetch-Site values of another origin's page
-WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})  # no DNS answer can re-point these
 DEFAULT_PORTS = {"http": "80", "https": "443"}  # a behind-the-proxy console may be https
 _DIGITS = frozenset("0123456789")
@@ -56,9 +57,9 @@ class Hosts:
         listen = listen_host.strip("[]").lower()
         wanted = [_name_of(name) for name in names]
         own = {name for name in wanted if name and name != "*"} | LOCAL_NAMES
-        if listen not in WILDCARDS:
+        if listen not in WILDCARD_HOSTS:
             own.add(listen)
-        return cls(frozenset(own), listen in WILDCARDS, "*" in wanted)
+        return cls(frozenset(own), listen in WILDCARD_HOSTS, "*" in wanted)
 
     def allows(self, host: str) -> bool:
         """Whether `host` (as host_name gives it) names this port."""
