@@ -25,18 +25,20 @@ from ..engine.api import (
     store_location,
     timed_store,
 )
+from ..gateway import users
 from ..gateway.broker_dynamic import connection_limits, topic_defaults
 from ..gateway.context import Context
 from ..gateway.dispatch import Dispatcher
 from ..gateway.http.service import HttpPort, start_http
 from ..gateway.http.state import HttpState
 from ..gateway.listeners import WILDCARD_HOSTS, Listener, Listeners, join_address
-from ..gateway.peers import send_markers
+from ..gateway.peers import Login, send_markers
 from ..gateway.registry import apis
-from ..gateway.server import Server
+from ..gateway.server import Door, Server
 from ..gateway.settings import GatewaySettings
 from ..gateway.tls import ServerContexts, client_context
 from ..gateway.udp import UdpListener
+from ..protocol.scram import ITERATIONS_MIN, Credential
 from .config import HTTP_DEFAULT, ServeConfig, listeners_of, parse_address, split_hdfs_url
 
 logger = logging.getLogger(__name__)
@@ -86,8 +88,10 @@ class Broker:
         await self._start_http(ctx)
         listeners = listeners_of(self.config)
         contexts = ServerContexts(self.config.tls) if any(lis.protocol.tls for lis in listeners.all) else None
-        bound = [(listener, await self.server.start(listener.host, listener.port, listener.name,
-                                                    contexts if listener.protocol.tls else None))
+        await self._own_user()
+        bound = [(listener, await self.server.start(listener.host, listener.port, Door(
+                      listener.name, contexts if listener.protocol.tls else None,
+                      self.config.sasl if listener.protocol.sasl else None)))
                  for listener in listeners.all]
         self.address = bound[0][1]
         ctx.settings = _advertise(settings, listeners, bound)
@@ -105,6 +109,22 @@ class Broker:
         self.engine.topics.rebase_defaults()  # this node's own dynamic configs, now that it knows its id
         await self._start_udp(ctx)
         return self.address
+
+    async def _own_user(self) -> None:
+        """The brokers' own SASL user ([sasl] inter_broker_user), made if the store has none,
+        as `kafka-storage format --add-scram` makes it for Kafka."""
+        sasl = self.config.sasl
+        if not sasl.inter_broker_user:
+            return
+        topics = self.engine.topics
+        stored = users.credential(topics.dynamic, sasl.inter_broker_user, sasl.inter_broker_mechanism)
+        if stored is None:
+            made = Credential.of_password(sasl.inter_broker_mechanism, sasl.inter_broker_password, ITERATIONS_MIN)
+            await users.change(topics, sasl.inter_broker_user, {sasl.inter_broker_mechanism: made})
+            logger.info("SASL user %s created for calls between brokers", sasl.inter_broker_user)
+        elif not await asyncio.to_thread(stored.matches, sasl.inter_broker_password):
+            logger.warning("the stored %s credential of user %s does not match [sasl] inter_broker_password: "
+                           "calls to other brokers will fail", sasl.inter_broker_mechanism, sasl.inter_broker_user)
 
     async def _start_udp(self, ctx: Context) -> None:
         if not self.config.udp_listen:
@@ -176,8 +196,11 @@ def _advertise(settings: GatewaySettings, listeners: Listeners,
 def _send_markers(config: ServeConfig) -> Callable[[NodeIdentity, RemoteMarkers], Awaitable[list[str]]]:
     """Calls to other brokers go to their inter-broker listeners: with TLS if this one's is SSL."""
     listeners = listeners_of(config)
-    secured = listeners.named(listeners.inter_broker).protocol.tls
-    return functools.partial(send_markers, tls=client_context(config.tls) if secured else None)
+    protocol = listeners.named(listeners.inter_broker).protocol
+    sasl = config.sasl
+    login = Login(sasl.inter_broker_mechanism, sasl.inter_broker_user, sasl.inter_broker_password)
+    return functools.partial(send_markers, tls=client_context(config.tls) if protocol.tls else None,
+                             login=login if protocol.sasl else None)
 
 
 def _where(listener: Listener, bound: tuple[str, int]) -> tuple[str, int]:

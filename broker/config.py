@@ -1,6 +1,7 @@
 """`martlet serve` settings: defaults, then the TOML config file, then command-line flags.
 
-The config file has seven sections, [gateway], [http], [udp], [tls], [engine], [groups] and [topic_defaults];
+The config file has eight sections, [gateway], [http], [udp], [tls], [sasl], [engine], [groups] and
+[topic_defaults];
 every key is optional. broker/config_keys.py lists each key with its default and meaning, and
 `martlet config` prints them as a file.
 """
@@ -18,6 +19,7 @@ from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
 from ..gateway import connection_limits, tls
 from ..gateway.broker_dynamic import static_limits
 from ..gateway.listeners import WILDCARD_HOSTS, Listeners, parse_listeners
+from ..gateway.sasl import SaslSettings
 from ..gateway.settings import GatewaySettings
 from ..gateway.tls import TlsSettings
 
@@ -40,6 +42,7 @@ class ServeConfig:
     # listener at `listen` (GatewaySettings.listen_host/port), advertised as `advertised`.
     listeners: Listeners | None = None
     tls: TlsSettings = field(default_factory=TlsSettings)  # [tls]: what SSL listeners serve
+    sasl: SaslSettings = field(default_factory=SaslSettings)  # [sasl]: what SASL listeners accept
     insecure: bool = False  # serve plaintext doors on addresses other machines reach (`exposed`)
     store: str | None = None  # "hdfs://HOST:PORT/ROOT"; None keeps the data in data_dir
     zookeeper: str | None = None  # "HOST:PORT[/chroot]": join that cluster; None: the embedded single node
@@ -71,7 +74,7 @@ def load(path: str | None) -> ServeConfig:
 
 
 def from_document(doc: dict[str, Any]) -> ServeConfig:
-    unknown = set(doc) - {"gateway", "http", "udp", "tls", "engine", "groups", "topic_defaults"}
+    unknown = set(doc) - {"gateway", "http", "udp", "tls", "sasl", "engine", "groups", "topic_defaults"}
     if unknown:
         raise ConfigError(f"unknown config sections: {', '.join(sorted(unknown))}")
     config = ServeConfig()
@@ -83,6 +86,7 @@ def from_document(doc: dict[str, Any]) -> ServeConfig:
     except ValueError as error:
         raise ConfigError(f"[gateway]: {error}") from None
     config = _apply_tls(config, dict(doc.get("tls", {})))
+    config = _apply_sasl(config, dict(doc.get("sasl", {})))
     config = _apply_http(config, dict(doc.get("http", {})))
     config = _apply_udp(config, dict(doc.get("udp", {})))
     try:
@@ -132,10 +136,6 @@ def _apply_listeners(config: ServeConfig, gateway: dict[str, object]) -> ServeCo
         parsed = parse_listeners(listeners, protocol_map, advertised, inter_broker)
     except ValueError as error:
         raise ConfigError(f"[gateway] {error}") from None
-    for listener in parsed.all:  # SASL comes next (issue 39): refused, never served unauthenticated
-        if listener.protocol.sasl:
-            raise ConfigError(f"[gateway] listeners: {listener.name} is {listener.protocol.value}, "
-                              "which this Martlet does not serve yet (PLAINTEXT and SSL only)")
     return replace(config, listeners=parsed)
 
 
@@ -153,6 +153,26 @@ def _apply_tls(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
         except ValueError as error:
             raise ConfigError(str(error)) from None
     return replace(config, tls=settings)
+
+
+def _apply_sasl(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
+    """[sasl], checked; a SASL inter-broker listener needs the brokers' own user and password."""
+    if "enabled_mechanisms" in section:
+        mechanisms = section["enabled_mechanisms"]
+        if not _strings(mechanisms):
+            raise ConfigError('[sasl] enabled_mechanisms: expected a list such as ["SCRAM-SHA-512", "PLAIN"]')
+        section["enabled_mechanisms"] = tuple(name.upper() for name in mechanisms)
+    settings = _fill(SaslSettings(), section, "sasl")
+    try:
+        settings.check()
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    listeners = listeners_of(config)
+    if listeners.named(listeners.inter_broker).protocol.sasl and not (settings.inter_broker_user
+                                                                      and settings.inter_broker_password):
+        raise ConfigError(f"[sasl] inter_broker_user and inter_broker_password: the inter-broker listener "
+                          f"{listeners.inter_broker} uses SASL, so brokers need credentials of their own")
+    return replace(config, sasl=settings)
 
 
 def exposed(config: ServeConfig) -> list[str]:

@@ -11,6 +11,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig
+from ..gateway.sasl import SaslSettings
 from ..gateway.settings import GatewaySettings
 from ..gateway.tls import TlsSettings
 from .config import ServeConfig
@@ -72,6 +73,14 @@ TLS_NOTES = {
     "protocols": "Kafka's ssl.enabled.protocols",
     "principal_mapping_rules": 'Kafka\'s ssl.principal.mapping.rules: "RULE:pattern/replacement/[LU],...,DEFAULT"',
 }
+SASL_NOTES = {
+    "enabled_mechanisms": "Kafka's sasl.enabled.mechanisms on SASL_PLAINTEXT and SASL_SSL listeners",
+    "failed_authentication_delay_ms": "Kafka's connection.failed.authentication.delay.ms: a failure answers after it",
+    "connections_max_reauth_ms": "Kafka's connections.max.reauth.ms (KIP-368): a session's length; 0: no end",
+    "inter_broker_mechanism": "Kafka's sasl.mechanism.inter.broker.protocol (SCRAM-SHA-256 or SCRAM-SHA-512)",
+    "inter_broker_user": "the brokers' own user on a SASL inter-broker listener (created at start if missing)",
+    "inter_broker_password": "that user's password",
+}
 UDP_NOTES = {
     "listen": 'datagrams into topics (gateway/udp.py), "HOST:PORT"; "": none',
     "rate_per_source": "datagrams a second each source address may send (token bucket); 0: no limit",
@@ -124,6 +133,9 @@ def defaults_toml() -> str:
         ("tls", _values(TlsSettings()) | {"certificate": Unset("certs/broker.pem"), "key": Unset("certs/broker.key"),
                                           "key_password": Unset("..."), "ca": Unset("certs/ca.pem"),
                                           "protocols": list(TlsSettings().protocols)}, TLS_NOTES),
+        ("sasl", _values(SaslSettings()) | {"enabled_mechanisms": list(SaslSettings().enabled_mechanisms),
+                                            "inter_broker_user": Unset("broker"),
+                                            "inter_broker_password": Unset("...")}, SASL_NOTES),
         ("engine", _values(EngineSettings()), ENGINE_NOTES),
         ("groups", _values(GroupLimits()), GROUPS_NOTES),
         ("topic_defaults", _values(TopicConfig()), TOPIC_NOTES),
@@ -141,7 +153,7 @@ def undocumented() -> list[str]:
     """Settings fields that have no note here (a test keeps this empty)."""
     missing = [f"gateway.{name}" for name in _values(GatewaySettings()) if name not in GATEWAY_NOTES]
     for section, settings, notes in (("engine", EngineSettings(), ENGINE_NOTES), ("groups", GroupLimits(), GROUPS_NOTES),
-                                     ("tls", TlsSettings(), TLS_NOTES),
+                                     ("tls", TlsSettings(), TLS_NOTES), ("sasl", SaslSettings(), SASL_NOTES),
                                      ("topic_defaults", TopicConfig(), TOPIC_NOTES)):
         missing += [f"{section}.{name}" for name in _values(settings) if name not in notes]
     return missing

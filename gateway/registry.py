@@ -18,17 +18,20 @@ from .handlers import (
     offsets,
     produce,
     producers,
+    quotas,
     reassignments,
+    sasl,
     topics,
     transaction_views,
     transactions,
+    users,
     versions,
 )
 from .handlers.api import Api
 
 MODULES: tuple[ModuleType, ...] = (
     configs, consumer_groups, fetch, group_offsets, groups, log_dirs, metadata, native, offsets, produce, producers,
-    reassignments, topics, transaction_views, transactions, versions)
+    quotas, reassignments, sasl, topics, transaction_views, transactions, users, versions)
 
 
 @cache

@@ -43,22 +43,36 @@ from typing import NamedTuple
 from ..protocol.codec import ANONYMOUS, Peer, ProtocolError
 from ..protocol.fetch_wire import Buffers
 from ..protocol.framing import CHUNK_BYTES, FrameError, FrameReader
+from ..protocol.scram import Credential
 from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
 from .ordering import handled_with, reset
 from .principal_rules import NoMatchingRule
+from .sasl import RECEIVE_BYTES_MAX, Authenticator, Closing, SaslSettings
 from .tls import ServerContexts
+from .users import credential
 
 logger = logging.getLogger(__name__)
 READ_AHEAD_BYTES = 4 << 20  # whole frames read but not yet handled, per connection
 PIPELINED_MAX = 32  # produce requests waiting for C, per connection
-PRODUCE_KEY = 0
+PRODUCE_KEY, SASL_HANDSHAKE_KEY, API_VERSIONS_KEY = 0, 17, 18
 BACKLOG = 1024  # connections the kernel holds while none is accepted (capped by net.core.somaxconn)
 ACCEPT_BATCH = 64  # connections accepted in one turn of the loop at most
 RECHECK_S = 1.0  # while not accepting: how often the limits are read again (a dynamic change raises them)
 HANDSHAKE_S = 10.0  # a TLS handshake not done by then closes the connection
 OUT_OF_FILES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 REJECTED_LOG_S = 10.0  # after one line about a refused connection, the next comes this much later at the earliest
+
+
+class Door(NamedTuple):
+    """What a listener asks of its connections: its name, TLS (its contexts), SASL (its settings)."""
+
+    listener: str = ""
+    tls: ServerContexts | None = None
+    sasl: SaslSettings | None = None
+
+
+PLAIN_DOOR = Door()  # a PLAINTEXT listener's
 
 
 class Server:
@@ -69,8 +83,7 @@ class Server:
         self.limits = limits  # read at each accept: the dynamic configs may change them
         self.files_bound = file_bound()  # connections leave the rest of the open files to the store
         self.chunk = bytearray(CHUNK_BYTES)  # every connection's reads go here first (framing.py)
-        # Listening, each with its listener's name and, on a TLS listener, its contexts.
-        self._sockets: list[tuple[socket.socket, str, ServerContexts | None]] = []
+        self._sockets: list[tuple[socket.socket, Door]] = []  # listening, each for one listener
         self._loop: asyncio.AbstractEventLoop | None = None
         self._accepting = False
         self._recheck: asyncio.TimerHandle | None = None
@@ -97,21 +110,21 @@ class Server:
                 held_out += connection.transport.get_write_buffer_size()
         return held_in, held_out
 
-    async def start(self, host: str, port: int, listener: str = "", tls: ServerContexts | None = None) -> tuple[str, int]:
-        """Listen at (host, port) too, for the listener of that name (gateway/listeners.py),
-        with TLS when `tls` gives contexts; returns the address bound. Connection limits
-        count every listener's connections."""
+    async def start(self, host: str, port: int, door: Door = PLAIN_DOOR) -> tuple[str, int]:
+        """Listen at (host, port) too, for one listener (gateway/listeners.py): with TLS when
+        `door` gives contexts, with SASL when it gives settings; returns the address bound.
+        Connection limits count every listener's connections."""
         self._loop = asyncio.get_running_loop()
         sock = _listen(host, port)
         self._stop_accepting()
-        self._sockets.append((sock, listener, tls))
+        self._sockets.append((sock, door))
         self._accept_again()
         bound = sock.getsockname()
         return bound[0], bound[1]
 
     async def stop(self) -> None:
         self._stop_accepting()
-        for sock, _, _ in self._sockets:
+        for sock, _ in self._sockets:
             sock.close()
         self._sockets = []
         for task in list(self._connecting):
@@ -123,7 +136,7 @@ class Server:
 
     # -- accepting -------------------------------------------------------------------------
 
-    def _accept_ready(self, listening: socket.socket, listener: str, tls: ServerContexts | None) -> None:
+    def _accept_ready(self, listening: socket.socket, door: Door) -> None:
         for _ in range(ACCEPT_BATCH):
             limits = self.limits()
             if self._open >= min(limits.total, self.files_bound):
@@ -139,10 +152,13 @@ class Server:
                 logger.error("cannot accept connections (%s): trying again in %.0f s", error, RECHECK_S)
                 self._stop_accepting(recheck_s=RECHECK_S)
                 return
-            self._admit(sock, client_ip(peer[0]), limits, listener, tls)
+            self._admit(sock, client_ip(peer[0]), limits, door)
 
-    def _admit(self, sock: socket.socket, ip: str, limits: ConnectionLimits, listener: str,
-               tls: ServerContexts | None) -> None:
+    def lookup(self, user: str, mechanism: str) -> Credential | None:
+        """The user's stored credential of that mechanism, for SASL (gateway/users.py)."""
+        return credential(self.dispatcher.ctx.topics.dynamic, user, mechanism)
+
+    def _admit(self, sock: socket.socket, ip: str, limits: ConnectionLimits, door: Door) -> None:
         allowed = limits.of_ip(ip)
         if self._by_ip[ip] >= allowed:
             sock.close()
@@ -152,9 +168,9 @@ class Server:
         self._open += 1
         self.accepted += 1
         sock.setblocking(False)  # (asyncio's transports and uvloop's set TCP_NODELAY themselves)
-        connection = Connection(self, ip, listener, tls)
+        connection = Connection(self, ip, door)
         assert self._loop is not None
-        task = self._loop.create_task(self._connect(sock, connection, tls))
+        task = self._loop.create_task(self._connect(sock, connection, door.tls))
         self._connecting.add(task)
         task.add_done_callback(self._connecting.discard)
 
@@ -186,13 +202,13 @@ class Server:
     def _accept_again(self) -> None:
         self._recheck = None
         if self._sockets and self._loop is not None and not self._accepting:
-            for sock, listener, tls in self._sockets:
-                self._loop.add_reader(sock.fileno(), self._accept_ready, sock, listener, tls)
+            for sock, door in self._sockets:
+                self._loop.add_reader(sock.fileno(), self._accept_ready, sock, door)
             self._accepting = True
 
     def _stop_accepting(self, recheck_s: float | None = None) -> None:
         if self._accepting and self._loop is not None:
-            for sock, _, _ in self._sockets:
+            for sock, _ in self._sockets:
                 self._loop.remove_reader(sock.fileno())
         self._accepting = False
         if self._recheck is not None:
@@ -251,9 +267,9 @@ class Connection(asyncio.BufferedProtocol):
     # while someone waits, keep it small.
     __slots__ = ("server", "ip", "_released", "reader", "frames", "queued_bytes", "peer", "client", "transport",
                  "task", "_wake", "_write_waiters", "_reading_paused", "_ended", "_lost", "_answering", "_writer",
-                 "_waiting", "_tls")
+                 "_waiting", "_tls", "_sasl", "_gate", "_mechanism", "_session_end")
 
-    def __init__(self, server: Server, ip: str, listener: str = "", tls: ServerContexts | None = None) -> None:
+    def __init__(self, server: Server, ip: str, door: Door = PLAIN_DOOR) -> None:
         self.server = server
         self.ip = ip  # counted under it (max.connections.per.ip)
         self._released = False
@@ -261,7 +277,7 @@ class Connection(asyncio.BufferedProtocol):
         self.frames: collections.deque[_Queued] = collections.deque()
         self.queued_bytes = 0
         self.peer = "?"  # "host:port" of the client, for log lines
-        self.client = Peer("", listener)  # who sent the requests, for the handlers
+        self.client = Peer("", door.listener)  # who sent the requests, for the handlers
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task[None] | None = None
         self._wake: asyncio.Future[None] | None = None  # the serving task waits for a frame (or the end)
@@ -274,7 +290,13 @@ class Connection(asyncio.BufferedProtocol):
         self._answering: list[asyncio.Task[Buffers | None] | Buffers | None] = []
         self._writer: asyncio.Task[None] | None = None  # writes the answers of _answering
         self._waiting: asyncio.Task[Buffers | None] | None = None  # the produce that has not appended yet
-        self._tls = tls  # a TLS listener's: its principal mapping rules
+        self._tls = door.tls  # a TLS listener's: its principal mapping rules
+        self._sasl = door.sasl  # a SASL listener's settings
+        # While set, frames go to the SASL exchange (gateway/sasl.py): before authentication,
+        # while re-authenticating, and once the session has ended (the next request closes).
+        self._gate: Authenticator | None = None
+        self._mechanism = ""  # the SASL mechanism the connection authenticated with
+        self._session_end: asyncio.TimerHandle | None = None  # KIP-368: when its session ends
 
     # -- protocol callbacks (the event loop calls these) ----------------------------------
 
@@ -290,6 +312,9 @@ class Connection(asyncio.BufferedProtocol):
         if isinstance(peer, tuple):
             self.peer = f"{peer[0]}:{peer[1]}"
             self.client = Peer(f"/{peer[0]}", self.client.listener, who)  # Kafka shows hosts as "/address"
+        if self._sasl is not None:
+            self._gate = Authenticator(self._sasl, self.server.lookup, self.client)
+            self.reader.frame_bytes_max = min(RECEIVE_BYTES_MAX, self.server.frame_bytes_max)
         self.server._connections.add(self)
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
@@ -305,7 +330,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         if not frames:
             return
-        queued: Sequence[_Queued] = self._handle_now(frames) if self._idle() else frames
+        queued: Sequence[_Queued] = self._handle_now(frames) if self._gate is None and self._idle() else frames
         if queued:
             self.frames.extend(queued)
             self.queued_bytes += sum(len(f) for f in queued if type(f) is bytearray)
@@ -352,6 +377,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def _end(self) -> None:
         self._ended = True
+        if self._session_end is not None:
+            self._session_end.cancel()
         self._wake_up()
         if self._waiting is not None:  # a produce that has not appended yet (waiting for room)
             self._waiting.cancel()  # appends nothing now: its producer resends it elsewhere
@@ -371,7 +398,10 @@ class Connection(asyncio.BufferedProtocol):
         suspends goes on in a task of its own, and it and the frames after it go to the
         serving task in order; so does the error of one that fails."""
         for index, frame in enumerate(frames):
-            release = _Release() if _api_key(frame) == PRODUCE_KEY else None
+            key = _api_key(frame)
+            if key == SASL_HANDSHAKE_KEY and self._sasl is not None:
+                return frames[index:]  # re-authentication: the serving task runs it in turn
+            release = _Release() if key == PRODUCE_KEY else None
             try:
                 outcome = self._start(frame, release)
             except Exception as error:  # noqa: BLE001 - the serving task raises it, as if it had run it
@@ -431,6 +461,9 @@ class Connection(asyncio.BufferedProtocol):
                 self._write(await queued.task)  # nothing was pending when it started
         elif isinstance(queued, _Failed):
             raise queued.error
+        elif self._sasl is not None and (self._gate is not None or _api_key(queued) == SASL_HANDSHAKE_KEY):
+            await self._written()
+            await self._authenticate(queued)
         elif _api_key(queued) == PRODUCE_KEY:
             await self._produce(queued)
         else:
@@ -438,6 +471,49 @@ class Connection(asyncio.BufferedProtocol):
             self._write(await self.server.dispatcher.handle(queued, self.client))
         if self._write_waiters is not None:
             await self._writable()
+
+    async def _authenticate(self, frame: bytearray) -> None:
+        """One frame of a SASL exchange (gateway/sasl.py); ConnectionAbortedError ends the connection."""
+        assert self._sasl is not None
+        gate = self._gate
+        if gate is None:  # SaslHandshake on an authenticated connection: it authenticates again
+            gate = self._gate = Authenticator(self._sasl, self.server.lookup, self.client, self.client.principal,
+                                              self._mechanism)
+        if gate.waiting_handshake and not gate.previous and _api_key(frame) == API_VERSIONS_KEY:
+            self._write(await self.server.dispatcher.handle(frame, self.client))
+            return
+        try:
+            step = await gate.take(frame)
+        except Closing as why:
+            logger.info("closing connection from %s on listener %s: %s", self.peer, self.client.listener, why)
+            raise ConnectionAbortedError from None
+        if step.failed:
+            logger.info("Failed authentication with /%s on listener %s (%s)", self.ip, self.client.listener,
+                        step.failed)
+            await asyncio.sleep(self._sasl.failed_authentication_delay_ms / 1000)
+            self._write(None if step.answer is None else [step.answer])
+            raise ConnectionAbortedError
+        self._write(None if step.answer is None else [step.answer])
+        if step.principal is not None:
+            self._authenticated(step.principal, gate.mechanism, step.lifetime_ms)
+
+    def _authenticated(self, principal: str, mechanism: str, lifetime_ms: int) -> None:
+        self._gate = None
+        self._mechanism = mechanism
+        self.client = Peer(self.client.host, self.client.listener, principal)
+        self.reader.frame_bytes_max = self.server.frame_bytes_max
+        if self._session_end is not None:
+            self._session_end.cancel()
+            self._session_end = None
+        if lifetime_ms > 0:
+            self._session_end = asyncio.get_running_loop().call_later(lifetime_ms / 1000, self._session_over)
+
+    def _session_over(self) -> None:
+        """KIP-368: the session ended without a re-authentication; the next request closes."""
+        self._session_end = None
+        if self._gate is None and self._sasl is not None:
+            self._gate = Authenticator(self._sasl, self.server.lookup, self.client, self.client.principal,
+                                       self._mechanism, expired=True)
 
     def _stop_answering(self) -> None:
         for queued in self._answering:

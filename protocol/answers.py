@@ -187,6 +187,58 @@ class DescribeClusterAnswer(TypedDict, total=False):
     endpoint_type: int
 
 
+class AlterUserScramCredentialsResultAnswer(TypedDict, total=False):
+    user: str
+    error_code: ErrorCode
+    error_message: str | None
+
+
+class AlterUserScramCredentialsAnswer(TypedDict, total=False):
+    throttle_time: int
+    results: Sequence[AlterUserScramCredentialsResultAnswer]
+
+
+class DescribeUserScramCredentialsCredentialInfoAnswer(TypedDict, total=False):
+    mechanism: int
+    iterations: int
+
+
+class DescribeUserScramCredentialsResultAnswer(TypedDict, total=False):
+    user: str
+    error_code: ErrorCode
+    error_message: str | None
+    credential_infos: Sequence[DescribeUserScramCredentialsCredentialInfoAnswer]
+
+
+class DescribeUserScramCredentialsAnswer(TypedDict, total=False):
+    throttle_time: int
+    error_code: ErrorCode
+    error_message: str | None
+    results: Sequence[DescribeUserScramCredentialsResultAnswer]
+
+
+class DescribeClientQuotasValueDataAnswer(TypedDict, total=False):
+    key: str
+    value: float
+
+
+class DescribeClientQuotasEntityDataAnswer(TypedDict, total=False):
+    entity_type: str
+    entity_name: str | None
+
+
+class DescribeClientQuotasEntryDataAnswer(TypedDict, total=False):
+    entity: Sequence[DescribeClientQuotasEntityDataAnswer]
+    values: Sequence[DescribeClientQuotasValueDataAnswer]
+
+
+class DescribeClientQuotasAnswer(TypedDict, total=False):
+    throttle_time: int
+    error_code: ErrorCode
+    error_message: str | None
+    entries: Sequence[DescribeClientQuotasEntryDataAnswer] | None
+
+
 class OffsetDeletePartitionAnswer(TypedDict, total=False):
     partition_index: int
     error_code: ErrorCode
@@ -289,6 +341,13 @@ class CreatePartitionsTopicResultAnswer(TypedDict, total=False):
 class CreatePartitionsAnswer(TypedDict, total=False):
     throttle_time: int
     results: Sequence[CreatePartitionsTopicResultAnswer]
+
+
+class SaslAuthenticateAnswer(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    auth_bytes: bytes
+    session_lifetime: int
 
 
 class DescribeLogDirsPartitionAnswer(TypedDict, total=False):
@@ -530,6 +589,11 @@ class ApiVersionsAnswer(TypedDict, total=False):
     finalized_features_epoch: int
     finalized_features: Sequence[ApiVersionsFinalizedFeatureKeyAnswer]
     zk_migration_ready: bool
+
+
+class SaslHandshakeAnswer(TypedDict, total=False):
+    error_code: ErrorCode
+    mechanisms: Sequence[str]
 
 
 class ListGroupsListedGroupAnswer(TypedDict, total=False):

@@ -68,11 +68,35 @@ def test_listeners_replace_listen_and_without_them_listen_is_one_plaintext_liste
     ({"listeners": ["PLAINTEXT://h:1"], "listener_security_protocol_map": 7}, "listener_security_protocol_map"),
     ({"listeners": ["PLAINTEXT://h:1"], "inter_broker_listener_name": 1}, "inter_broker_listener_name"),
     ({"listeners": ["CLIENT://h:1"]}, "CLIENT has no security protocol"),
-    ({"listeners": ["SASL_SSL://h:1"]}, "SASL_SSL is SASL_SSL, which this Martlet does not serve yet"),
+    ({"listeners": ["SASL_SSL://h:1"]}, "certificate and key are needed by SSL listeners"),
 ])
 def test_listener_settings_kafka_or_martlet_refuse_get_a_clear_error(gateway: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         from_document({"gateway": gateway})
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ({"sasl": {"enabled_mechanisms": ["GSSAPI"]}}, "enabled_mechanisms: GSSAPI"),
+    ({"sasl": {"enabled_mechanisms": "PLAIN"}}, "expected a list"),
+    ({"sasl": {"inter_broker_mechanism": "PLAIN"}}, "inter_broker_mechanism: PLAIN is not SCRAM-SHA-256"),
+    ({"sasl": {"failed_authentication_delay_ms": -1}}, "expected >= 0"),
+    ({"sasl": {"password": "x"}}, "password"),
+    ({"gateway": {"listeners": ["SASL_PLAINTEXT://127.0.0.1:1"]}},
+     "the inter-broker listener SASL_PLAINTEXT uses SASL, so brokers need credentials of their own"),
+])
+def test_sasl_settings_that_cannot_work_get_a_clear_error(doc: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_document(doc)
+
+
+def test_sasl_settings_are_read() -> None:
+    config = from_document({"gateway": {"listeners": ["SASL_PLAINTEXT://127.0.0.1:1", "LOCAL://127.0.0.1:2"],
+                                        "listener_security_protocol_map": "SASL_PLAINTEXT:SASL_PLAINTEXT,LOCAL:PLAINTEXT",
+                                        "inter_broker_listener_name": "SASL_PLAINTEXT"},
+                            "sasl": {"enabled_mechanisms": ["scram-sha-512"], "inter_broker_user": "broker",
+                                     "inter_broker_password": "s", "connections_max_reauth_ms": 60000}})
+    assert config.sasl.enabled_mechanisms == ("SCRAM-SHA-512",)
+    assert (config.sasl.inter_broker_user, config.sasl.connections_max_reauth_ms) == ("broker", 60000)
 
 
 def test_doors_other_machines_reach_without_tls_are_named() -> None:

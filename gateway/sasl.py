@@ -1,0 +1,220 @@
+"""SASL on the SASL_PLAINTEXT and SASL_SSL listeners: who a connection is, before it may ask
+for anything else.
+
+A connection on such a listener starts unauthenticated, and then only ApiVersions,
+SaslHandshake (v0-1) and SaslAuthenticate (v0-2) are answered; anything else closes it, as
+Kafka's SaslServerAuthenticator does. SaslHandshake names a mechanism of
+`enabled_mechanisms`; with v0 the tokens follow as bare frames, with v1 inside SaslAuthenticate
+requests. The mechanisms:
+- PLAIN: "authzid NUL user NUL password", the password checked against the user's stored
+  SCRAM credential (gateway/users.py) off the event loop (it costs PBKDF2's rounds); no
+  password is stored anywhere;
+- SCRAM-SHA-256 and SCRAM-SHA-512 (protocol/scram.py) against the same credentials.
+Authenticated, the connection carries the principal "User:<name>". A failure answers
+SASL_AUTHENTICATION_FAILED (UNSUPPORTED_SASL_MECHANISM for a mechanism not enabled) after
+`failed_authentication_delay_ms` and closes (Kafka's connection.failed.authentication.delay.ms).
+Messages and log lines never hold a password or a proof.
+
+With `connections_max_reauth_ms` (KIP-368) a session lasts that long: SaslAuthenticate v1+
+tells the client, which authenticates again on the same connection (a SaslHandshake on an
+authenticated connection starts it, with the same mechanism and principal); a connection
+whose session ended without that is closed at its next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol, cast
+
+from kio.schema.errors import ErrorCode
+
+from ..protocol.apis import ApiKey
+from ..protocol.codec import Peer, ProtocolError, RequestHeader, build_response, decode_request, encode_response, peek_header
+from ..protocol.scram import HASHES, SCRAM_SHA_256, SCRAM_SHA_512, Credential, ScramError, ServerExchange
+
+logger = logging.getLogger(__name__)
+
+PLAIN = "PLAIN"
+MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)  # what Martlet serves
+RECEIVE_BYTES_MAX = 524_288  # Kafka's sasl.server.max.receive.size: the largest frame before authentication
+HANDSHAKE_VERSIONS, AUTHENTICATE_VERSIONS = (0, 1), (0, 1, 2)
+SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
+# PLAIN's check runs against this when the user has no credential, so that the answer takes
+# as long for a user that does not exist as for a wrong password.
+_NOBODY = Credential.of_password(SCRAM_SHA_512, "", 4096, b"\0" * 32)
+
+
+@dataclass(frozen=True, slots=True)
+class SaslSettings:
+    """[sasl]: what SASL listeners accept, and the brokers' own credentials."""
+
+    enabled_mechanisms: tuple[str, ...] = MECHANISMS  # Kafka's sasl.enabled.mechanisms
+    failed_authentication_delay_ms: int = 100  # Kafka's connection.failed.authentication.delay.ms
+    connections_max_reauth_ms: int = 0  # Kafka's connections.max.reauth.ms: 0, sessions never end
+    inter_broker_mechanism: str = SCRAM_SHA_512  # Kafka's sasl.mechanism.inter.broker.protocol
+    inter_broker_user: str = ""  # a SASL inter-broker listener needs both
+    inter_broker_password: str = ""
+
+    def check(self) -> None:
+        """ValueError naming the setting that is wrong."""
+        unknown = [name for name in self.enabled_mechanisms if name not in MECHANISMS]
+        if unknown or not self.enabled_mechanisms:
+            raise ValueError(f"[sasl] enabled_mechanisms: {', '.join(unknown) or 'none'} "
+                             f"(Martlet serves {', '.join(MECHANISMS)})")
+        if self.inter_broker_mechanism not in HASHES:
+            raise ValueError(f"[sasl] inter_broker_mechanism: {self.inter_broker_mechanism} is not "
+                             f"{SCRAM_SHA_256} or {SCRAM_SHA_512}")
+        if self.failed_authentication_delay_ms < 0 or self.connections_max_reauth_ms < 0:
+            raise ValueError("[sasl] failed_authentication_delay_ms and connections_max_reauth_ms: expected >= 0")
+
+
+Lookup = Callable[[str, str], Credential | None]  # (user, mechanism) -> the stored credential
+
+
+class Closing(Exception):
+    """The connection must close now: the text says why (for the log line)."""
+
+
+class Refused(Exception):
+    """SASL/PLAIN refused the client: the text is Kafka's (it holds no secret)."""
+
+
+class Step(NamedTuple):
+    """What one frame of the exchange gives: an answer to write, and then either the
+    principal now authenticated, or a failure (answer after the delay, then close)."""
+
+    answer: bytes | None
+    principal: str | None = None
+    failed: str = ""  # why, for the log line
+    lifetime_ms: int = 0  # the session's length, once authenticated (0: no end)
+
+
+class Authenticator:
+    """One connection's SASL exchange, from its first request (or a re-authentication) to a
+    principal. `take` each frame while `waiting_handshake` or mid-exchange."""
+
+    def __init__(self, settings: SaslSettings, lookup: Lookup, peer: Peer, reauthenticating: str = "",
+                 mechanism: str = "", expired: bool = False) -> None:
+        self.settings = settings
+        self.lookup = lookup
+        self.peer = peer
+        self.previous = reauthenticating  # the principal a re-authentication must keep ("": a first one)
+        self.mechanism = mechanism  # the one the first authentication used, then this one's
+        self.waiting_handshake = True  # ApiVersions is answered until the handshake
+        self.expired = expired  # the session ended: only a re-authentication may follow
+        self._raw = False  # SaslHandshake v0: the tokens come as bare frames
+        self._scram: ServerExchange | None = None
+
+    async def take(self, frame: bytearray) -> Step:
+        if self.waiting_handshake:
+            return self._handshake(frame)
+        if self._raw:
+            return await self._token(None, bytes(frame))
+        header, request = self._decode(frame, ApiKey.SASL_AUTHENTICATE, AUTHENTICATE_VERSIONS)
+        return await self._token(header, cast(_Authenticate, request).auth_bytes)
+
+    def _handshake(self, frame: bytearray) -> Step:
+        header, request = self._decode(frame, ApiKey.SASL_HANDSHAKE, HANDSHAKE_VERSIONS)
+        enabled = self.settings.enabled_mechanisms
+        answer: dict[str, object] = {"error_code": ErrorCode.none, "mechanisms": list(enabled)}
+        asked = cast(_Handshake, request).mechanism
+        if asked not in enabled:
+            answer["error_code"] = ErrorCode.unsupported_sasl_mechanism
+            return Step(_encoded(header, answer), failed=f"unsupported SASL mechanism {asked}")
+        if self.mechanism and asked != self.mechanism:
+            answer["error_code"] = ErrorCode.illegal_sasl_state
+            return Step(_encoded(header, answer), failed=f"re-authentication with {asked}, not {self.mechanism}")
+        self.mechanism, self.waiting_handshake, self._raw = asked, False, header.api_version == 0
+        return Step(_encoded(header, answer))
+
+    async def _token(self, header: RequestHeader | None, token: bytes) -> Step:
+        try:
+            principal, reply = await self._check(token)
+        except (ScramError, Refused) as error:
+            shown = str(error) if self.mechanism == PLAIN else SCRAM_FAILED.format(self.mechanism)
+            return self._failed(header, shown, str(error))
+        if principal and self.previous and principal != self.previous:
+            return self._failed(header, f"Cannot change principals during re-authentication from {self.previous}: "
+                                        f"{principal}", "re-authentication as another principal")
+        lifetime = self.settings.connections_max_reauth_ms if principal else 0
+        if header is None:
+            return Step(reply, principal, lifetime_ms=lifetime)  # v0: the token alone, unframed
+        answer = {"error_code": ErrorCode.none, "error_message": None, "auth_bytes": reply or b"",
+                  "session_lifetime": lifetime}
+        return Step(_encoded(header, answer), principal, lifetime_ms=lifetime)
+
+    def _failed(self, header: RequestHeader | None, shown: str, logged: str) -> Step:
+        if header is None:  # v0 has no way to say why: the connection closes
+            return Step(None, failed=logged)
+        answer = {"error_code": ErrorCode.sasl_authentication_failed, "error_message": shown, "auth_bytes": b"",
+                  "session_lifetime": 0}
+        return Step(_encoded(header, answer), failed=logged)
+
+    async def _check(self, token: bytes) -> tuple[str | None, bytes | None]:
+        """(the principal once authenticated, else None; the reply token)."""
+        if self.mechanism == PLAIN:
+            user = await self._plain(token)
+            return f"User:{user}", None
+        if self._scram is None:
+            self._scram = ServerExchange(self.mechanism)
+            user = self._scram.start(token)
+            return None, self._scram.first(self.lookup(user, self.mechanism))
+        scram, self._scram = self._scram, None
+        reply = scram.final(token)
+        return f"User:{scram.user}", reply
+
+    async def _plain(self, token: bytes) -> str:
+        try:
+            parts = token.decode().split("\0")
+        except UnicodeDecodeError:
+            raise Refused("Invalid SASL/PLAIN response: not UTF-8") from None
+        if len(parts) != 3:
+            raise Refused(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+        authzid, user, password = parts
+        if not user:
+            raise Refused("Authentication failed: username not specified")
+        if not password:
+            raise Refused("Authentication failed: password not specified")
+        if authzid and authzid != user:
+            raise Refused("Authentication failed: Client requested an authorization id that is different "
+                             "from username")
+        stored = self.lookup(user, SCRAM_SHA_512) or self.lookup(user, SCRAM_SHA_256)
+        matched = await asyncio.to_thread((stored or _NOBODY).matches, password)
+        if stored is None or not matched:
+            raise Refused("Authentication failed: Invalid username or password")
+        return user
+
+    def _decode(self, frame: bytearray, key: ApiKey, versions: tuple[int, ...]) -> tuple[RequestHeader, object]:
+        try:
+            peeked = peek_header(frame)
+        except ProtocolError as error:
+            raise Closing(str(error)) from None
+        if peeked.api_key != key or peeked.api_version not in versions:
+            name = ApiKey(peeked.api_key).name if peeked.api_key in ApiKey._value2member_map_ else peeked.api_key
+            if self.expired:
+                raise Closing(f"{name} after the session of {self.previous} ended "
+                              f"({self.settings.connections_max_reauth_ms} ms) without a re-authentication")
+            when = "while re-authenticating" if self.previous else "before authentication"
+            raise Closing(f"{name} v{peeked.api_version} where {key.name} was expected ({when})")
+        try:
+            return decode_request(frame, key, peeked.api_version, self.peer)
+        except ProtocolError as error:
+            raise Closing(str(error)) from None
+
+
+class _Handshake(Protocol):  # SaslHandshakeRequest, every version
+    @property
+    def mechanism(self) -> str: ...
+
+
+class _Authenticate(Protocol):  # SaslAuthenticateRequest, every version
+    @property
+    def auth_bytes(self) -> bytes: ...
+
+
+def _encoded(header: RequestHeader, answer: Mapping[str, object]) -> bytes:
+    return encode_response(header, build_response(header, answer))
+

@@ -1,0 +1,56 @@
+"""The user store: each user's SCRAM credentials, kept as Kafka kept them in ZooKeeper
+(/config/users/<name>: "SCRAM-SHA-256" -> "salt=...,stored_key=...,server_key=...,iterations=...").
+
+They live with the dynamic configs (`Topics.dynamic`, scope "users/<name>"), so they are as
+durable and as shared as those: in the catalog in the store, changed under the cluster's
+topic lock, and every node re-reads them when told of a change (within a second). No
+password is ever kept: a credential holds a salt and two keys derived from the salted
+password (protocol/scram.py). SASL/PLAIN checks its password against the same credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from ..engine.api import Dynamic, TopicsFace
+from ..protocol.scram import HASHES, SCRAM_SHA_256, SCRAM_SHA_512, Credential
+
+logger = logging.getLogger(__name__)
+
+SCOPE = "users/"
+MECHANISM_IDS = {1: SCRAM_SHA_256, 2: SCRAM_SHA_512}  # Kafka's ScramMechanism ids on the wire
+IDS = {name: key for key, name in MECHANISM_IDS.items()}
+
+
+def names(dynamic: Dynamic) -> list[str]:
+    """Every user with a credential, sorted."""
+    return sorted(scope[len(SCOPE):] for scope, values in dynamic.items() if scope.startswith(SCOPE) and values)
+
+
+def credentials(dynamic: Dynamic, user: str) -> dict[str, Credential]:
+    """The user's credentials by mechanism (none: no such user)."""
+    found = {}
+    for mechanism, text in dynamic.get(SCOPE + user, {}).items():
+        if mechanism not in HASHES:
+            continue
+        try:
+            found[mechanism] = Credential.parse(mechanism, text)
+        except ValueError:
+            logger.warning("the stored %s credential of user %s is damaged: ignored", mechanism, user)
+    return found
+
+
+def credential(dynamic: Dynamic, user: str, mechanism: str) -> Credential | None:
+    return credentials(dynamic, user).get(mechanism)
+
+
+async def change(topics: TopicsFace, user: str, changes: Mapping[str, Credential | None]) -> None:
+    """Set (a credential) or delete (None) the user's credentials of these mechanisms."""
+    values = dict(topics.dynamic.get(SCOPE + user, {}))
+    for mechanism, given in changes.items():
+        if given is None:
+            values.pop(mechanism, None)
+        else:
+            values[mechanism] = str(given)
+    await topics.set_dynamic(SCOPE + user, values)

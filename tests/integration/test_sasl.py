@@ -1,0 +1,385 @@
+"""SASL on Martlet's listeners (issue 39): users made with AlterUserScramCredentials (by
+confluent-kafka's admin and by Kafka's own kafka-configs.sh), then Kafka clients produce and
+consume on SASL_PLAINTEXT and SASL_SSL listeners with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512;
+a wrong password is refused after the failed-authentication delay with nothing of it in the
+log; before authentication nothing but ApiVersions and SASL is answered; KIP-368 sessions end
+and are renewed on the same connection; brokers authenticate to each other as their own user."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.helpers import create_ssl_context
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+from kafka import KafkaConsumer, KafkaProducer
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+from martlet.protocol.scram import ClientExchange
+from tests.integration.raw_client import RawClient, is_closed
+from tests.support.tls import listener_addresses, make_certs
+
+pytestmark = pytest.mark.integration
+
+WAIT_S = 30.0
+PASSWORD = "alice-secret-1"
+UNAUTHENTICATED_FAILED, UNSUPPORTED_MECHANISM, ILLEGAL_STATE, AUTHENTICATION_FAILED = 0, 33, 34, 58
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def sasl_config(certs: Path, more: str = "") -> str:
+    """Three listeners: LOCAL (PLAINTEXT, loopback: where users are made), SASL_PLAINTEXT and
+    SASL_SSL (on localhost, the name the broker certificate holds)."""
+    return f"""[gateway]
+listeners = ["LOCAL://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0", "SASL_SSL://localhost:0"]
+listener_security_protocol_map = "LOCAL:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+
+[tls]
+certificate = "{certs / 'broker.pem'}"
+key = "{certs / 'broker.key'}"
+
+[sasl]
+{more}
+"""
+
+
+class Secured:
+    def __init__(self, broker: Any, certs: Path) -> None:
+        self.broker, self.certs = broker, certs
+        self.addresses = listener_addresses(broker, 3)
+        self.local = self.addresses["LOCAL"]
+
+    def settings(self, listener: str, mechanism: str, user: str = "alice", password: str = PASSWORD) -> dict[str, Any]:
+        settings = {"bootstrap.servers": self.addresses[listener], "security.protocol": listener,
+                    "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+        if listener == "SASL_SSL":
+            settings["ssl.ca.location"] = str(self.certs / "ca.pem")
+        return settings
+
+
+def _start(folder: Path, more: str = "") -> Secured:
+    from tests.fixtures.martlet import MartletProcess
+
+    certs = make_certs(folder / "certs")
+    config = folder / "sasl.toml"
+    config.write_text(sasl_config(certs, more))
+    broker = MartletProcess(folder / "data", ["--config", str(config)], "off", listen=False)
+    broker.start()
+    return Secured(broker, certs)
+
+
+def add_user(local: str, user: str, password: str, mechanisms: tuple[ScramMechanism, ...] = (
+        ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)) -> None:
+    admin = AdminClient({"bootstrap.servers": local})
+    alterations = [UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())
+                   for mechanism in mechanisms]
+    for future in admin.alter_user_scram_credentials(alterations).values():
+        future.result(WAIT_S)
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
+    found = _start(tmp_path_factory.mktemp("martlet-sasl"))
+    try:
+        add_user(found.local, "alice", PASSWORD)
+        yield found
+    finally:
+        found.broker.kill()
+
+
+def _topic(secured: Secured, prefix: str) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": secured.local})
+    admin.create_topics([NewTopic(name, 1)])[name].result(WAIT_S)
+    return name
+
+
+def _consume(settings: dict[str, Any], topic: str, count: int) -> list[bytes]:
+    consumer = Consumer(settings | {"group.id": f"g-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        values: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+        return values
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_confluent_kafka_produces_and_consumes_with_each_mechanism(secured: Secured, listener: str,
+                                                                   mechanism: str) -> None:
+    settings = secured.settings(listener, mechanism)
+    brokers = AdminClient(settings).list_topics(timeout=WAIT_S).brokers
+    port = secured.addresses[listener].rsplit(":", 1)[1]
+    assert [str(node.port) for node in brokers.values()] == [port]  # the listener the client came in on
+    topic = _topic(secured, "sasl")
+    producer = Producer(settings)
+    for index in range(20):
+        producer.produce(topic, f"{mechanism}-{index}".encode())
+    assert producer.flush(WAIT_S) == 0
+    assert _consume(settings, topic, 20) == [f"{mechanism}-{index}".encode() for index in range(20)]
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_a_wrong_password_is_refused_and_never_logged(secured: Secured, mechanism: str) -> None:
+    errors: list[KafkaError] = []
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    producer = Producer(secured.settings("SASL_PLAINTEXT", mechanism, password=wrong)
+                        | {"error_cb": errors.append, "log_level": 0})
+    deadline = time.monotonic() + WAIT_S
+    while not errors and time.monotonic() < deadline:
+        producer.poll(0.2)
+    assert errors and errors[0].code() == KafkaError._AUTHENTICATION, errors
+    text = str(errors[0])
+    assert "Authentication failed" in text or "authentication" in text.lower(), text
+    deadline = time.monotonic() + WAIT_S
+    while "Failed authentication with /127.0.0.1 on listener SASL_PLAINTEXT" not in secured.broker.log_tail(400):
+        assert time.monotonic() < deadline, secured.broker.log_tail()
+    assert wrong not in secured.broker.log_tail(2000)
+
+
+def _handshake(client: RawClient, mechanism: str) -> Any:
+    return client.request(SaslHandshakeRequest(mechanism=mechanism))
+
+
+def _scram_login(client: RawClient, mechanism: str, user: str, password: str) -> Any:
+    """SCRAM on a raw connection (SaslHandshake v1, SaslAuthenticate v2): the last answer."""
+    assert _handshake(client, mechanism).error_code == 0
+    exchange = ClientExchange(mechanism, user, password)
+    first = client.request(SaslAuthenticateRequest(auth_bytes=exchange.first()))
+    if first.error_code != 0:
+        return first
+    final = client.request(SaslAuthenticateRequest(auth_bytes=exchange.final(first.auth_bytes)))
+    if final.error_code == 0:
+        exchange.verify(final.auth_bytes)
+    return final
+
+
+def test_before_authentication_only_api_versions_and_sasl_are_answered(secured: Secured) -> None:
+    with RawClient(secured.addresses["SASL_PLAINTEXT"]) as client:
+        assert client.request(ApiVersionsRequest(client_software_name="raw", client_software_version="1")).error_code == 0
+        client.send(MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                    include_topic_authorized_operations=False))
+        assert is_closed(client.sock, WAIT_S)
+    with RawClient(secured.addresses["SASL_PLAINTEXT"]) as client:
+        answer = _handshake(client, "GSSAPI")
+        assert (answer.error_code, set(answer.mechanisms)) == (UNSUPPORTED_MECHANISM, set(MECHANISMS))
+        assert is_closed(client.sock, WAIT_S)
+    with RawClient(secured.local) as client:  # no SASL on a PLAINTEXT listener
+        assert _handshake(client, "PLAIN").error_code == ILLEGAL_STATE
+        answer = client.request(SaslAuthenticateRequest(auth_bytes=b"\0alice\0" + PASSWORD.encode()))
+        assert answer.error_code == ILLEGAL_STATE
+
+
+def test_a_failed_authentication_answers_after_the_delay_then_closes(secured: Secured) -> None:
+    with RawClient(secured.addresses["SASL_PLAINTEXT"]) as client:
+        assert _handshake(client, "PLAIN").error_code == 0
+        started = time.monotonic()
+        answer = client.request(SaslAuthenticateRequest(auth_bytes=b"\0alice\0not-the-password"))
+        waited = time.monotonic() - started
+        assert (answer.error_code, answer.error_message) == (
+            AUTHENTICATION_FAILED, "Authentication failed: Invalid username or password")
+        assert waited >= 0.1  # connection.failed.authentication.delay.ms, Kafka's default 100
+        assert is_closed(client.sock, WAIT_S)
+    with RawClient(secured.addresses["SASL_PLAINTEXT"]) as client:  # an unknown user gets the same answer
+        assert _handshake(client, "PLAIN").error_code == 0
+        answer = client.request(SaslAuthenticateRequest(auth_bytes=b"\0nobody\0not-the-password"))
+        assert answer.error_message == "Authentication failed: Invalid username or password"
+    with RawClient(secured.addresses["SASL_PLAINTEXT"]) as client:
+        answer = _scram_login(client, "SCRAM-SHA-256", "alice", "not-the-password")
+        assert answer.error_code == AUTHENTICATION_FAILED
+        assert answer.error_message == ("Authentication failed during authentication due to invalid credentials "
+                                        "with SASL mechanism SCRAM-SHA-256")
+
+
+def test_users_are_described_changed_and_deleted(secured: Secured) -> None:
+    admin = AdminClient({"bootstrap.servers": secured.local})
+    user = f"u{uuid.uuid4().hex[:8]}"
+    add_user(secured.local, user, "first", (ScramMechanism.SCRAM_SHA_512,))
+    described = admin.describe_user_scram_credentials([user])[user].result(WAIT_S)
+    assert [(info.mechanism, info.iterations) for info in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 4096)]
+    settings = secured.settings("SASL_PLAINTEXT", "SCRAM-SHA-512", user, "first")
+    assert AdminClient(settings).list_topics(timeout=WAIT_S).brokers
+    add_user(secured.local, user, "second", (ScramMechanism.SCRAM_SHA_512,))  # a new password
+    with RawClient(secured.addresses["SASL_PLAINTEXT"]) as client:
+        assert _scram_login(client, "SCRAM-SHA-512", user, "first").error_code == AUTHENTICATION_FAILED
+    with RawClient(secured.addresses["SASL_PLAINTEXT"]) as client:
+        assert _scram_login(client, "SCRAM-SHA-512", user, "second").error_code == 0
+    deletion = UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)
+    admin.alter_user_scram_credentials([deletion])[user].result(WAIT_S)
+    with pytest.raises(Exception, match="RESOURCE_NOT_FOUND|does not exist"):
+        admin.describe_user_scram_credentials([user])[user].result(WAIT_S)
+    with RawClient(secured.addresses["SASL_PLAINTEXT"]) as client:
+        assert _scram_login(client, "SCRAM-SHA-512", user, "second").error_code == AUTHENTICATION_FAILED
+
+
+def test_kafka_python_and_aiokafka_over_sasl_ssl(secured: Secured) -> None:
+    address = secured.addresses["SASL_SSL"]
+    ca = str(secured.certs / "ca.pem")
+    for mechanism in MECHANISMS:
+        topic = _topic(secured, "sasl-py")
+        common = {"bootstrap_servers": address, "security_protocol": "SASL_SSL", "ssl_cafile": ca,
+                  "sasl_mechanism": mechanism, "sasl_plain_username": "alice", "sasl_plain_password": PASSWORD}
+        producer = KafkaProducer(**common)
+        for index in range(5):
+            producer.send(topic, f"kp-{index}".encode())
+        producer.flush(WAIT_S)
+        producer.close()
+        consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=int(WAIT_S * 1000),
+                                 **common)
+        got = [message.value for _, message in zip(range(5), consumer, strict=False)]
+        consumer.close()
+        assert got == [f"kp-{index}".encode() for index in range(5)], mechanism
+        assert asyncio.run(_aiokafka_round(address, ca, mechanism, topic)) == [
+            f"kp-{index}".encode() for index in range(5)] + [b"aio"], mechanism
+
+
+async def _aiokafka_round(address: str, ca: str, mechanism: str, topic: str) -> list[bytes]:
+    common: dict[str, Any] = {"bootstrap_servers": address, "security_protocol": "SASL_SSL",
+                              "ssl_context": create_ssl_context(cafile=ca), "sasl_mechanism": mechanism,
+                              "sasl_plain_username": "alice", "sasl_plain_password": PASSWORD}
+    producer = AIOKafkaProducer(**common)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, b"aio")
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(topic, auto_offset_reset="earliest", **common)
+    await consumer.start()
+    got: list[bytes] = []
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while len(got) < 6:
+                message = await consumer.getone()
+                got.append(message.value)
+    finally:
+        await consumer.stop()
+    return got
+
+
+@pytest.mark.java
+def test_kafka_configs_makes_a_user_and_the_java_client_uses_it(secured: Secured, kafka_tool: Any,
+                                                                tmp_path: Path) -> None:
+    """Kafka's shipped tools: kafka-configs.sh adds a SCRAM user (the salted password only),
+    then the console producer and consumer authenticate as it over SASL_SSL."""
+    user = f"java{uuid.uuid4().hex[:6]}"
+
+    def run_ok(tool: str, args: list[str], data: bytes | None = None) -> str:
+        result = kafka_tool(tool, args, 120.0, input=data)
+        assert result.returncode == 0, f"{tool}:\n{result.stdout.decode()}\n{result.stderr.decode()}"
+        return str(result.stdout.decode())
+
+    run_ok("configs", ["--bootstrap-server", secured.local, "--alter", "--entity-type", "users", "--entity-name",
+                       user, "--add-config", "SCRAM-SHA-256=[iterations=8192,password=java-secret],"
+                                             "SCRAM-SHA-512=[password=java-secret]"])
+    described = run_ok("configs", ["--bootstrap-server", secured.local, "--describe", "--entity-type", "users",
+                                   "--entity-name", user])
+    assert "SCRAM-SHA-256=iterations=8192" in described and "SCRAM-SHA-512=iterations=4096" in described, described
+    properties = tmp_path / "client.properties"
+    properties.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{user}" password="java-secret";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={secured.certs / 'ca.pem'}\n")
+    topic = _topic(secured, "sasl-java")
+    address = secured.addresses["SASL_SSL"]
+    lines = [f"line{index}" for index in range(10)]
+    run_ok("console-producer", ["--bootstrap-server", address, "--command-config", str(properties), "--topic", topic],
+           "\n".join(lines).encode() + b"\n")
+    out = run_ok("console-consumer", ["--bootstrap-server", address, "--command-config", str(properties),
+                                      "--topic", topic, "--partition", "0", "--offset", "earliest",
+                                      "--max-messages", "10", "--timeout-ms", "30000"])
+    assert out.splitlines() == lines
+
+
+def test_sessions_end_and_are_renewed_on_the_same_connection(tmp_path: Path) -> None:
+    """KIP-368: SaslAuthenticate tells the session's length; a SaslHandshake on the
+    authenticated connection renews it (the principal may not change); a connection whose
+    session ended is closed at its next request."""
+    lifetime_ms = 1500
+    found = _start(tmp_path, f"connections_max_reauth_ms = {lifetime_ms}")
+    try:
+        add_user(found.local, "alice", PASSWORD)
+        add_user(found.local, "bob", "bob-secret")
+        address = found.addresses["SASL_PLAINTEXT"]
+        metadata = MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                   include_topic_authorized_operations=False)
+        with RawClient(address) as client:
+            answer = _scram_login(client, "SCRAM-SHA-512", "alice", PASSWORD)
+            assert (answer.error_code, answer.session_lifetime) == (0, _ms(lifetime_ms))
+            assert client.request(metadata).brokers
+            assert _scram_login(client, "SCRAM-SHA-512", "alice", PASSWORD).error_code == 0  # renewed
+            assert client.request(metadata).brokers
+            assert _scram_login(client, "SCRAM-SHA-512", "bob", "bob-secret").error_code == AUTHENTICATION_FAILED
+            assert is_closed(client.sock, WAIT_S)
+        with RawClient(address) as client:
+            assert _scram_login(client, "SCRAM-SHA-512", "alice", PASSWORD).error_code == 0
+            ended = time.monotonic() + lifetime_ms / 1000
+            time.sleep(max(0.0, ended - time.monotonic()) + 0.2)  # the passage of time is what is tested here
+            client.send(metadata)
+            assert is_closed(client.sock, WAIT_S)
+        # librdkafka re-authenticates by itself before its session ends, and keeps producing.
+        topic = _topic(found, "reauth")
+        producer = Producer(found.settings("SASL_PLAINTEXT", "SCRAM-SHA-256"))
+        deadline = time.monotonic() + 3 * lifetime_ms / 1000
+        sent = 0
+        while time.monotonic() < deadline:
+            producer.produce(topic, b"x")
+            sent += 1
+            assert producer.flush(WAIT_S) == 0
+        assert len(_consume(found.settings("SASL_PLAINTEXT", "PLAIN"), topic, sent)) == sent
+        assert "after the session of User:alice ended" in found.broker.log_tail(400)
+    finally:
+        found.broker.kill()
+
+
+def _ms(value: int) -> Any:
+    import datetime
+    return datetime.timedelta(milliseconds=value)
+
+
+def test_brokers_authenticate_to_each_other_as_their_own_user(tmp_path: Path) -> None:
+    """A SASL inter-broker listener: the broker makes its own user at start, and what it sends
+    another broker (transaction markers) authenticates as that user first."""
+    from martlet.engine.api import NodeIdentity, RemoteMarkers, TopicPartition
+    from martlet.gateway.peers import Login, send_markers
+
+    found = _start(tmp_path, 'inter_broker_user = "broker"\ninter_broker_password = "broker-secret"\n'
+                             'inter_broker_mechanism = "SCRAM-SHA-512"')
+    try:
+        topic = _topic(found, "peer")
+        host, port = found.addresses["SASL_PLAINTEXT"].rsplit(":", 1)
+        node = NodeIdentity(1, host, int(port))
+        markers = RemoteMarkers(producer_id=1, epoch=0, commit=True, partitions=(TopicPartition(topic, 0),), shards=())
+        own = Login("SCRAM-SHA-512", "broker", "broker-secret")
+        assert asyncio.run(send_markers(node, markers, login=own)) == []
+        with pytest.raises(ConnectionError, match="refused the brokers' user"):
+            asyncio.run(send_markers(node, markers, login=own._replace(password="wrong")))
+        with pytest.raises(ConnectionError):  # no login on a SASL listener: closed before the markers
+            asyncio.run(send_markers(node, markers))
+    finally:
+        found.broker.kill()
+
