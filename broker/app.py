@@ -34,6 +34,7 @@ from ..gateway.http.state import HttpState
 from ..gateway.listeners import WILDCARD_HOSTS, Listener, Listeners, join_address
 from ..gateway.peers import Login, send_markers
 from ..gateway.registry import apis
+from ..gateway.sasl import Verifier
 from ..gateway.server import Door, Server
 from ..gateway.settings import GatewaySettings
 from ..gateway.tls import ServerContexts, client_context
@@ -89,9 +90,10 @@ class Broker:
         listeners = listeners_of(self.config)
         contexts = ServerContexts(self.config.tls) if any(lis.protocol.tls for lis in listeners.all) else None
         await self._own_user()
+        verifier = Verifier(self.config.sasl, self.server.lookup, self.config.sasl.tokens())
         bound = [(listener, await self.server.start(listener.host, listener.port, Door(
                       listener.name, contexts if listener.protocol.tls else None,
-                      self.config.sasl if listener.protocol.sasl else None)))
+                      verifier if listener.protocol.sasl else None)))
                  for listener in listeners.all]
         self.address = bound[0][1]
         ctx.settings = _advertise(settings, listeners, bound)

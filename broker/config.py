@@ -162,6 +162,11 @@ def _apply_sasl(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
         if not _strings(mechanisms):
             raise ConfigError('[sasl] enabled_mechanisms: expected a list such as ["SCRAM-SHA-512", "PLAIN"]')
         section["enabled_mechanisms"] = tuple(name.upper() for name in mechanisms)
+    if "oauthbearer_expected_audience" in section:
+        audience = section["oauthbearer_expected_audience"]
+        if not _strings(audience):
+            raise ConfigError('[sasl] oauthbearer_expected_audience: expected a list such as ["martlet"]')
+        section["oauthbearer_expected_audience"] = tuple(audience)
     settings = _fill(SaslSettings(), section, "sasl")
     try:
         settings.check()

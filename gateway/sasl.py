@@ -9,7 +9,8 @@ requests. The mechanisms:
 - PLAIN: "authzid NUL user NUL password", the password checked against the user's stored
   SCRAM credential (gateway/users.py) off the event loop (it costs PBKDF2's rounds); no
   password is stored anywhere;
-- SCRAM-SHA-256 and SCRAM-SHA-512 (protocol/scram.py) against the same credentials.
+- SCRAM-SHA-256 and SCRAM-SHA-512 (protocol/scram.py) against the same credentials;
+- OAUTHBEARER: a JWT checked against a JWKS (gateway/oauth.py), when enabled and configured.
 Authenticated, the connection carries the principal "User:<name>". A failure answers
 SASL_AUTHENTICATION_FAILED (UNSUPPORTED_SASL_MECHANISM for a mechanism not enabled) after
 `failed_authentication_delay_ms` and closes (Kafka's connection.failed.authentication.delay.ms).
@@ -18,13 +19,15 @@ Messages and log lines never hold a password or a proof.
 With `connections_max_reauth_ms` (KIP-368) a session lasts that long: SaslAuthenticate v1+
 tells the client, which authenticates again on the same connection (a SaslHandshake on an
 authenticated connection starts it, with the same mechanism and principal); a connection
-whose session ended without that is closed at its next request.
+whose session ended without that is closed at its next request. An OAUTHBEARER session
+ends with its token at the latest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, cast
@@ -34,11 +37,12 @@ from kio.schema.errors import ErrorCode
 from ..protocol.apis import ApiKey
 from ..protocol.codec import Peer, ProtocolError, RequestHeader, build_response, decode_request, encode_response, peek_header
 from ..protocol.scram import HASHES, SCRAM_SHA_256, SCRAM_SHA_512, Credential, ScramError, ServerExchange
+from .oauth import TokenRefused, Tokens
 
 logger = logging.getLogger(__name__)
 
-PLAIN = "PLAIN"
-MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)  # what Martlet serves
+PLAIN, OAUTHBEARER = "PLAIN", "OAUTHBEARER"
+MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)  # what Martlet serves
 RECEIVE_BYTES_MAX = 524_288  # Kafka's sasl.server.max.receive.size: the largest frame before authentication
 HANDSHAKE_VERSIONS, AUTHENTICATE_VERSIONS = (0, 1), (0, 1, 2)
 SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
@@ -51,12 +55,26 @@ _NOBODY = Credential.of_password(SCRAM_SHA_512, "", 4096, b"\0" * 32)
 class SaslSettings:
     """[sasl]: what SASL listeners accept, and the brokers' own credentials."""
 
-    enabled_mechanisms: tuple[str, ...] = MECHANISMS  # Kafka's sasl.enabled.mechanisms
+    enabled_mechanisms: tuple[str, ...] = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)  # Kafka's sasl.enabled.mechanisms
     failed_authentication_delay_ms: int = 100  # Kafka's connection.failed.authentication.delay.ms
     connections_max_reauth_ms: int = 0  # Kafka's connections.max.reauth.ms: 0, sessions never end
     inter_broker_mechanism: str = SCRAM_SHA_512  # Kafka's sasl.mechanism.inter.broker.protocol
     inter_broker_user: str = ""  # a SASL inter-broker listener needs both
     inter_broker_password: str = ""
+    # OAUTHBEARER (Kafka's sasl.oauthbearer.*): where the signing keys are, what a token must say
+    oauthbearer_jwks: str = ""  # a JWKS file, or an http(s) URL (sasl.oauthbearer.jwks.endpoint.url)
+    oauthbearer_expected_issuer: str = ""  # "": any
+    oauthbearer_expected_audience: tuple[str, ...] = ()  # (): any
+    oauthbearer_sub_claim: str = "sub"
+    oauthbearer_clock_skew_s: int = 30
+    oauthbearer_unsecured: bool = False  # development only: tokens with alg "none", and no others
+
+    def tokens(self) -> Tokens | None:
+        """The OAUTHBEARER token checker, when OAUTHBEARER is enabled."""
+        if OAUTHBEARER not in self.enabled_mechanisms:
+            return None
+        return Tokens(self.oauthbearer_jwks, self.oauthbearer_expected_issuer, self.oauthbearer_expected_audience,
+                      self.oauthbearer_sub_claim, self.oauthbearer_clock_skew_s, self.oauthbearer_unsecured)
 
     def check(self) -> None:
         """ValueError naming the setting that is wrong."""
@@ -69,9 +87,24 @@ class SaslSettings:
                              f"{SCRAM_SHA_256} or {SCRAM_SHA_512}")
         if self.failed_authentication_delay_ms < 0 or self.connections_max_reauth_ms < 0:
             raise ValueError("[sasl] failed_authentication_delay_ms and connections_max_reauth_ms: expected >= 0")
+        oauth = OAUTHBEARER in self.enabled_mechanisms
+        if oauth and not self.oauthbearer_jwks and not self.oauthbearer_unsecured:
+            raise ValueError("[sasl] oauthbearer_jwks: OAUTHBEARER is enabled, so tokens need keys to be checked "
+                             "against (a JWKS file or URL; or oauthbearer_unsecured = true, for development only)")
+        if oauth and self.oauthbearer_jwks and self.oauthbearer_unsecured:
+            raise ValueError("[sasl] oauthbearer_unsecured: set with oauthbearer_jwks; unsecured tokens are for "
+                             "development only, name one or the other")
 
 
 Lookup = Callable[[str, str], Credential | None]  # (user, mechanism) -> the stored credential
+
+
+class Verifier(NamedTuple):
+    """What a SASL listener checks identities with: its settings, the user store, the token checker."""
+
+    settings: SaslSettings
+    lookup: Lookup
+    tokens: Tokens | None = None
 
 
 class Closing(Exception):
@@ -96,10 +129,12 @@ class Authenticator:
     """One connection's SASL exchange, from its first request (or a re-authentication) to a
     principal. `take` each frame while `waiting_handshake` or mid-exchange."""
 
-    def __init__(self, settings: SaslSettings, lookup: Lookup, peer: Peer, reauthenticating: str = "",
-                 mechanism: str = "", expired: bool = False) -> None:
-        self.settings = settings
-        self.lookup = lookup
+    def __init__(self, verifier: Verifier, peer: Peer, reauthenticating: str = "", mechanism: str = "",
+                 expired: bool = False) -> None:
+        self.settings = verifier.settings
+        self.lookup = verifier.lookup
+        self.tokens = verifier.tokens
+        self._token_expiry_ms = 0  # an OAUTHBEARER token's, once checked
         self.peer = peer
         self.previous = reauthenticating  # the principal a re-authentication must keep ("": a first one)
         self.mechanism = mechanism  # the one the first authentication used, then this one's
@@ -134,17 +169,25 @@ class Authenticator:
         try:
             principal, reply = await self._check(token)
         except (ScramError, Refused) as error:
-            shown = str(error) if self.mechanism == PLAIN else SCRAM_FAILED.format(self.mechanism)
+            shown = str(error) if self.mechanism in (PLAIN, OAUTHBEARER) else SCRAM_FAILED.format(self.mechanism)
             return self._failed(header, shown, str(error))
         if principal and self.previous and principal != self.previous:
             return self._failed(header, f"Cannot change principals during re-authentication from {self.previous}: "
                                         f"{principal}", "re-authentication as another principal")
-        lifetime = self.settings.connections_max_reauth_ms if principal else 0
+        lifetime = self._lifetime_ms() if principal else 0
         if header is None:
             return Step(reply, principal, lifetime_ms=lifetime)  # v0: the token alone, unframed
         answer = {"error_code": ErrorCode.none, "error_message": None, "auth_bytes": reply or b"",
                   "session_lifetime": lifetime}
         return Step(_encoded(header, answer), principal, lifetime_ms=lifetime)
+
+    def _lifetime_ms(self) -> int:
+        """KIP-368: the session's length (0: no end): connections_max_reauth_ms, and no
+        longer than an OAUTHBEARER token is valid (at least 1 ms: it ends now)."""
+        lifetime = self.settings.connections_max_reauth_ms
+        if lifetime and self._token_expiry_ms:
+            lifetime = max(1, min(lifetime, self._token_expiry_ms - int(time.time() * 1000)))
+        return lifetime
 
     def _failed(self, header: RequestHeader | None, shown: str, logged: str) -> Step:
         if header is None:  # v0 has no way to say why: the connection closes
@@ -158,6 +201,8 @@ class Authenticator:
         if self.mechanism == PLAIN:
             user = await self._plain(token)
             return f"User:{user}", None
+        if self.mechanism == OAUTHBEARER:
+            return await self._bearer(token), b""
         if self._scram is None:
             self._scram = ServerExchange(self.mechanism)
             user = self._scram.start(token)
@@ -186,6 +231,30 @@ class Authenticator:
         if stored is None or not matched:
             raise Refused("Authentication failed: Invalid username or password")
         return user
+
+    async def _bearer(self, message: bytes) -> str:
+        """RFC 7628's client response: "n,[a=authzid],^Aauth=Bearer TOKEN^A[key=value^A]...^A"."""
+        if self.tokens is None:
+            raise Refused("OAUTHBEARER is not configured")
+        try:
+            text = message.decode()
+        except UnicodeDecodeError:
+            raise Refused("Invalid OAUTHBEARER client response: not UTF-8") from None
+        gs2, sep, rest = text.partition("\x01")
+        fields = dict(item.partition("=")[::2] for item in rest.split("\x01") if item)
+        scheme, _, token = fields.get("auth", "").partition(" ")
+        if (not sep or not gs2.startswith("n,") or scheme.lower() != "bearer" or not token
+                or not rest.endswith("\x01\x01")):
+            raise Refused("Invalid OAUTHBEARER client response")
+        try:
+            principal, self._token_expiry_ms = await self.tokens.check(token.strip())
+        except TokenRefused as error:
+            raise Refused(f"Authentication failed: {error}") from None
+        authzid = gs2[2:].rstrip(",")
+        if authzid and f"User:{authzid.removeprefix('a=')}" != principal:
+            raise Refused("Authentication failed: Client requested an authorization id that is different from "
+                          "the token's principal name")
+        return principal
 
     def _decode(self, frame: bytearray, key: ApiKey, versions: tuple[int, ...]) -> tuple[RequestHeader, object]:
         try:

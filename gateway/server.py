@@ -48,7 +48,7 @@ from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
 from .ordering import handled_with, reset
 from .principal_rules import NoMatchingRule
-from .sasl import RECEIVE_BYTES_MAX, Authenticator, Closing, SaslSettings
+from .sasl import RECEIVE_BYTES_MAX, Authenticator, Closing, Verifier
 from .tls import ServerContexts
 from .users import credential
 
@@ -65,11 +65,11 @@ REJECTED_LOG_S = 10.0  # after one line about a refused connection, the next com
 
 
 class Door(NamedTuple):
-    """What a listener asks of its connections: its name, TLS (its contexts), SASL (its settings)."""
+    """What a listener asks of its connections: its name, TLS (its contexts), SASL (what checks identities)."""
 
     listener: str = ""
     tls: ServerContexts | None = None
-    sasl: SaslSettings | None = None
+    sasl: Verifier | None = None
 
 
 PLAIN_DOOR = Door()  # a PLAINTEXT listener's
@@ -313,7 +313,7 @@ class Connection(asyncio.BufferedProtocol):
             self.peer = f"{peer[0]}:{peer[1]}"
             self.client = Peer(f"/{peer[0]}", self.client.listener, who)  # Kafka shows hosts as "/address"
         if self._sasl is not None:
-            self._gate = Authenticator(self._sasl, self.server.lookup, self.client)
+            self._gate = Authenticator(self._sasl, self.client)
             self.reader.frame_bytes_max = min(RECEIVE_BYTES_MAX, self.server.frame_bytes_max)
         self.server._connections.add(self)
         self.task = asyncio.get_running_loop().create_task(self._serve())
@@ -477,8 +477,7 @@ class Connection(asyncio.BufferedProtocol):
         assert self._sasl is not None
         gate = self._gate
         if gate is None:  # SaslHandshake on an authenticated connection: it authenticates again
-            gate = self._gate = Authenticator(self._sasl, self.server.lookup, self.client, self.client.principal,
-                                              self._mechanism)
+            gate = self._gate = Authenticator(self._sasl, self.client, self.client.principal, self._mechanism)
         if gate.waiting_handshake and not gate.previous and _api_key(frame) == API_VERSIONS_KEY:
             self._write(await self.server.dispatcher.handle(frame, self.client))
             return
@@ -490,7 +489,7 @@ class Connection(asyncio.BufferedProtocol):
         if step.failed:
             logger.info("Failed authentication with /%s on listener %s (%s)", self.ip, self.client.listener,
                         step.failed)
-            await asyncio.sleep(self._sasl.failed_authentication_delay_ms / 1000)
+            await asyncio.sleep(self._sasl.settings.failed_authentication_delay_ms / 1000)
             self._write(None if step.answer is None else [step.answer])
             raise ConnectionAbortedError
         self._write(None if step.answer is None else [step.answer])
@@ -512,8 +511,7 @@ class Connection(asyncio.BufferedProtocol):
         """KIP-368: the session ended without a re-authentication; the next request closes."""
         self._session_end = None
         if self._gate is None and self._sasl is not None:
-            self._gate = Authenticator(self._sasl, self.server.lookup, self.client, self.client.principal,
-                                       self._mechanism, expired=True)
+            self._gate = Authenticator(self._sasl, self.client, self.client.principal, self._mechanism, expired=True)
 
     def _stop_answering(self) -> None:
         for queued in self._answering:

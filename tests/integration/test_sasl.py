@@ -383,3 +383,69 @@ def test_brokers_authenticate_to_each_other_as_their_own_user(tmp_path: Path) ->
     finally:
         found.broker.kill()
 
+
+
+def _jwks_server(folder: Path, key: Any) -> tuple[Any, str]:
+    """An HTTP server on 127.0.0.1 serving a JWKS with `key`'s public half as kid "k1"."""
+    import functools
+    import http.server
+    import json
+    import threading
+
+    from jwt.algorithms import RSAAlgorithm
+
+    (folder / "jwks.json").write_text(json.dumps({"keys": [
+        json.loads(RSAAlgorithm.to_jwk(key.public_key())) | {"kid": "k1", "use": "sig"}]}))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+
+
+def test_oauthbearer_tokens_signed_by_a_jwks_key_authenticate(tmp_path: Path) -> None:
+    """confluent-kafka's token callback hands the broker JWTs; the broker checks them against a
+    JWKS URL, the issuer and the audience; a token of another signer, an expired one and an
+    unsigned one (alg none) are refused."""
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    signer = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    (tmp_path / "web").mkdir()
+    server, url = _jwks_server(tmp_path / "web", signer)
+    found = _start(tmp_path, 'enabled_mechanisms = ["SCRAM-SHA-512", "OAUTHBEARER"]\n'
+                             f'oauthbearer_jwks = "{url}"\noauthbearer_expected_issuer = "https://idp.test"\n'
+                             'oauthbearer_expected_audience = ["martlet"]')
+    try:
+        def token(key: Any, algorithm: str = "RS256", lifetime_s: int = 300) -> tuple[str, float]:
+            expiry = int(time.time()) + lifetime_s
+            claims = {"sub": "svc-orders", "iss": "https://idp.test", "aud": "martlet", "exp": expiry}
+            # the client is told the token lasts a minute at least: librdkafka refuses to hand on one it knows expired
+            return jwt.encode(claims, key, algorithm=algorithm, headers={"kid": "k1"}), max(expiry, time.time() + 60)
+
+        def settings(made: tuple[str, float]) -> dict[str, Any]:
+            return {"bootstrap.servers": found.addresses["SASL_PLAINTEXT"], "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "OAUTHBEARER", "oauth_cb": lambda _config: made}
+
+        topic = _topic(found, "oauth")
+        producer = Producer(settings(token(signer)))
+        for index in range(10):
+            producer.produce(topic, f"o{index}".encode())
+        assert producer.flush(WAIT_S) == 0
+        assert _consume(settings(token(signer)), topic, 10) == [f"o{index}".encode() for index in range(10)]
+        stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        refused = {"another signer": token(stranger), "expired": token(signer, lifetime_s=-3600),
+                   "unsigned": token(None, "none")}
+        for why, made in refused.items():
+            errors: list[KafkaError] = []
+            client = Producer(settings(made) | {"error_cb": errors.append, "log_level": 0})
+            deadline = time.monotonic() + WAIT_S
+            while not errors and time.monotonic() < deadline:
+                client.poll(0.2)
+            assert errors and errors[0].code() == KafkaError._AUTHENTICATION, (why, errors)
+        log = found.broker.log_tail(400)
+        assert "Signature verification failed" in log and "expired" in log and "algorithm 'none'" in log
+        assert refused["expired"][0] not in log  # tokens are never logged
+    finally:
+        found.broker.kill()
+        server.shutdown()
+        server.server_close()

@@ -14,7 +14,7 @@ from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as HandshakeV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-from martlet.gateway.sasl import Authenticator, Closing, SaslSettings, Step
+from martlet.gateway.sasl import Authenticator, Closing, SaslSettings, Step, Verifier
 from martlet.protocol.codec import NO_PEER, encode_request
 from martlet.protocol.scram import SCRAM_SHA_256, SCRAM_SHA_512, ClientExchange, Credential
 
@@ -24,7 +24,8 @@ STORE = {("alice", SCRAM_SHA_512): Credential.of_password(SCRAM_SHA_512, "secret
 
 
 def _authenticator(**kwargs: Any) -> Authenticator:
-    return Authenticator(SaslSettings(), lambda user, mechanism: STORE.get((user, mechanism)), NO_PEER, **kwargs)
+    return Authenticator(Verifier(SaslSettings(), lambda user, mechanism: STORE.get((user, mechanism))), NO_PEER,
+                         **kwargs)
 
 
 def _frame(entity: Any) -> bytearray:
@@ -68,7 +69,8 @@ def test_a_re_authentication_keeps_its_principal_and_mechanism() -> None:
 
 
 def test_mechanisms_not_enabled_are_refused() -> None:
-    gate = Authenticator(SaslSettings(enabled_mechanisms=(SCRAM_SHA_512,)), lambda user, mechanism: None, NO_PEER)
+    gate = Authenticator(Verifier(SaslSettings(enabled_mechanisms=(SCRAM_SHA_512,)), lambda user, mechanism: None),
+                         NO_PEER)
     assert "unsupported SASL mechanism PLAIN" in _take(gate, _frame(SaslHandshakeRequest(mechanism="PLAIN"))).failed
 
 
