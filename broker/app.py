@@ -32,13 +32,14 @@ from ..gateway.dispatch import Dispatcher
 from ..gateway.http.service import HttpPort, start_http
 from ..gateway.http.state import HttpState
 from ..gateway.listeners import WILDCARD_HOSTS, Listener, Listeners, join_address
-from ..gateway.peers import Login, send_markers
+from ..gateway.peers import send_markers
 from ..gateway.registry import apis
 from ..gateway.sasl import Verifier
 from ..gateway.server import Door, Server
 from ..gateway.settings import GatewaySettings
 from ..gateway.tls import ServerContexts, client_context
 from ..gateway.udp import UdpListener
+from ..protocol.sasl_client import Login
 from ..protocol.scram import ITERATIONS_MIN, Credential
 from .config import HTTP_DEFAULT, ServeConfig, listeners_of, parse_address, split_hdfs_url
 

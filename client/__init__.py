@@ -17,4 +17,8 @@ records of aborted transactions never reach the caller. Messages are message.Mes
 Consumer holds a partition added by an online split back until its parent is read up to the
 split point (by itself, or by its group's commits), so each key stays in order; a
 SimpleConsumer reads what it is told.
+
+Every client takes `tls=` (an ssl.SSLContext, for a broker's SSL listener) and `sasl=`
+(martlet.protocol.sasl_client.Login: PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER, for a SASL one);
+the producer's are ProducerConfig fields, the group consumer's options.
 """

@@ -15,6 +15,7 @@ import time
 from kio.schema.errors import ErrorCode
 
 from ..protocol.native import TopicLayout
+from ..protocol.sasl_client import Login
 from .brokers import Brokers
 from .errors import BrokerError, check
 from .loop import LoopThread
@@ -26,8 +27,8 @@ POLL_S = 0.05
 
 class AsyncAdmin:
     def __init__(self, bootstrap: str, client_id: str = "martlet-admin", timeout_s: float = DEFAULT_TIMEOUT_S, *,
-                 tls: ssl.SSLContext | None = None) -> None:
-        self.brokers = Brokers(bootstrap, client_id, timeout_s, tls)
+                 tls: ssl.SSLContext | None = None, sasl: Login | None = None) -> None:
+        self.brokers = Brokers(bootstrap, client_id, timeout_s, tls, sasl)
         self.timeout_s = timeout_s
 
     async def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> TopicLayout:
@@ -96,9 +97,9 @@ class Admin:
     """The synchronous Admin: the same calls, each waiting for its answer."""
 
     def __init__(self, bootstrap: str, client_id: str = "martlet-admin", timeout_s: float = DEFAULT_TIMEOUT_S, *,
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, sasl: Login | None = None) -> None:
         self._loop = LoopThread("martlet-admin")
-        self._admin = AsyncAdmin(bootstrap, client_id, timeout_s, tls=tls)
+        self._admin = AsyncAdmin(bootstrap, client_id, timeout_s, tls=tls, sasl=sasl)
 
     def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> TopicLayout:
         return self._loop.run(self._admin.create_topic(name, partitions, configs))

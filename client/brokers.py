@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from ..protocol.native import TopicLayout, decode_layout_answer, layout_request
+from ..protocol.sasl_client import Login
 from .connection import Connection
 from .errors import Disconnected
 
@@ -28,10 +29,12 @@ def addresses(bootstrap: str) -> list[tuple[str, int]]:
 
 
 class Brokers:
-    def __init__(self, bootstrap: str, client_id: str, timeout_s: float, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, bootstrap: str, client_id: str, timeout_s: float, tls: ssl.SSLContext | None = None,
+                 sasl: Login | None = None) -> None:
         self.bootstrap = addresses(bootstrap)
         self.client_id = client_id
         self.tls = tls  # every connection uses TLS with it (a broker's SSL listener)
+        self.sasl = sasl  # every connection authenticates so (a broker's SASL listener)
         self.timeout_s = timeout_s  # how long a call may look for a broker that answers
         self._connections: dict[tuple[str, int], Connection] = {}
         self._opening: dict[tuple[str, int], asyncio.Task[Connection]] = {}
@@ -46,7 +49,7 @@ class Brokers:
         task = self._opening.get(address)
         if task is None:
             task = self._opening[address] = asyncio.ensure_future(
-                Connection.open(host, port, self.client_id, tls=self.tls))
+                Connection.open(host, port, self.client_id, tls=self.tls, sasl=self.sasl))
             task.add_done_callback(functools.partial(self._opened, address))
         return await asyncio.shield(task)
 

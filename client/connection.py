@@ -17,8 +17,11 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from ..protocol.codec import build, decode_response, encode_request, request_type
-from .errors import Disconnected
+from ..protocol.sasl_client import Login, LoginRefused, login
+from .errors import BrokerError, Disconnected
 
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
@@ -37,14 +40,26 @@ class Connection:
 
     @classmethod
     async def open(cls, host: str, port: int, client_id: str, timeout_s: float = CONNECT_TIMEOUT_S,
-                   tls: ssl.SSLContext | None = None) -> Connection:
-        """Connect, with TLS when `tls` is given (the broker's name checked against `host`)."""
+                   tls: ssl.SSLContext | None = None, sasl: Login | None = None) -> Connection:
+        """Connect, with TLS when `tls` is given (the broker's name checked against `host`),
+        and authenticated as `sasl` says (a broker's SASL listener): BrokerError
+        SASL_AUTHENTICATION_FAILED if the broker refuses the login."""
         try:
             opening = asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls is not None else None)
             reader, writer = await asyncio.wait_for(opening, timeout_s)
         except (OSError, TimeoutError) as error:
             raise Disconnected(f"cannot connect to {host}:{port}: {error or type(error).__name__}") from error
-        return cls(host, port, client_id, reader, writer)
+        connection = cls(host, port, client_id, reader, writer)
+        if sasl is not None:
+            try:
+                await asyncio.wait_for(login(connection.kafka, sasl), timeout_s)
+            except LoginRefused as error:
+                await connection.close()
+                raise BrokerError(ErrorCode.sasl_authentication_failed, f"{host}:{port}: {error}") from None
+            except (Disconnected, TimeoutError) as error:
+                await connection.close()
+                raise Disconnected(f"{host}:{port}: no SASL login: {error or type(error).__name__}") from error
+        return connection
 
     @property
     def usable(self) -> bool:

@@ -48,6 +48,7 @@ from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from kio.schema.errors import ErrorCode
 
+from ..protocol.sasl_client import Login
 from .brokers import Brokers
 from .connection import Connection
 from .errors import BrokerError, Disconnected, MartletError, check
@@ -97,6 +98,7 @@ class ConsumerOptions(TypedDict, total=False):
     timeout_s: float  # how long one request looks for a broker (or coordinator) that answers
     read_committed: bool  # default True
     tls: ssl.SSLContext  # connect with TLS (a broker's SSL listener)
+    sasl: Login  # authenticate so (a broker's SASL listener): Login("SCRAM-SHA-512", "user", "password")
 
 
 class _Coordinator:
@@ -156,7 +158,8 @@ class AsyncConsumer:
         self.commit_group = f"{group}.{self.member_name}" if broadcast else group
         self.timeout_s = options.get("timeout_s", DEFAULT_TIMEOUT_S)
         self.isolation_level = READ_COMMITTED if options.get("read_committed", True) else READ_UNCOMMITTED
-        brokers = Brokers(bootstrap, options.get("client_id", "martlet-consumer"), self.timeout_s, options.get("tls"))
+        brokers = Brokers(bootstrap, options.get("client_id", "martlet-consumer"), self.timeout_s, options.get("tls"),
+                          options.get("sasl"))
         self._leaders = Leaders(brokers)
         self._coordinator = _Coordinator(brokers, self.commit_group, self.timeout_s)
         self._positions: dict[TopicPartition, int] = {}  # of the partitions it owns

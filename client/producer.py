@@ -39,6 +39,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..protocol.native import TopicLayout, Write, Written, decode_write_answer, write_request
+from ..protocol.sasl_client import Login
 from ..records.build import Producer as ProducerFields
 from .batching import build_producer_batch
 from .brokers import Brokers
@@ -95,6 +96,7 @@ class ProducerConfig:
     batch_bytes: int = BATCH_BYTES_MAX  # the most one WRITE carries to a partition
     retry_timeout_s: float = RETRY_TIMEOUT_S  # how long a batch is retried before on_failed
     tls: ssl.SSLContext | None = None  # connect with TLS (a broker's SSL listener): ssl.create_default_context(...)
+    sasl: Login | None = None  # authenticate so (a broker's SASL listener): Login("SCRAM-SHA-512", "user", "password")
 
 
 class AsyncProducer:
@@ -102,7 +104,7 @@ class AsyncProducer:
                  on_written: Callable[[Message], None] | None = None,
                  on_persisted: Callable[[Message], None] | None = None,
                  on_failed: Callable[[Message, Exception], None] | None = None) -> None:
-        self.brokers = Brokers(bootstrap, config.client_id, config.retry_timeout_s, config.tls)
+        self.brokers = Brokers(bootstrap, config.client_id, config.retry_timeout_s, config.tls, config.sasl)
         self.topic = topic
         self.config = config
         self.callbacks = _Callbacks(on_written, on_persisted, on_failed)

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
+from ..protocol.sasl_client import Login
 from .brokers import Brokers
 from .errors import BrokerError
 from .fetching import (
@@ -36,16 +37,18 @@ T = TypeVar("T")
 
 
 class AsyncSimpleConsumer:
-    def __init__(self, bootstrap: str, topic: str, partition: int, client_id: str = "martlet-simple-consumer",
-                 timeout_s: float = DEFAULT_TIMEOUT_S, read_committed: bool = True, *,
-                 tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, bootstrap: str, topic: str, partition: int,  # noqa: PLR0913 - tls, sasl: keyword-only
+                 client_id: str = "martlet-simple-consumer", timeout_s: float = DEFAULT_TIMEOUT_S,
+                 read_committed: bool = True, *,
+                 tls: ssl.SSLContext | None = None, sasl: Login | None = None) -> None:
         """`topic` is a name or a resource name; `timeout_s` bounds how long a call looks
-        for the partition's leader; `tls` connects with TLS (a broker's SSL listener)."""
+        for the partition's leader; `tls` connects with TLS (a broker's SSL listener), `sasl`
+        authenticates (a broker's SASL listener)."""
         self.asked = topic  # a name or a resource name
         self.tp = TopicPartition(topic, partition)  # by name once the layout is read
         self.timeout_s = timeout_s
         self.isolation_level = READ_COMMITTED if read_committed else READ_UNCOMMITTED
-        self._leaders = Leaders(Brokers(bootstrap, client_id, timeout_s, tls))
+        self._leaders = Leaders(Brokers(bootstrap, client_id, timeout_s, tls, sasl))
 
     async def fetch(self, offset: int, max_messages: int = 500, timeout_s: float = 1.0) -> list[Message]:
         """The messages from `offset` on (at most `max_messages`), waiting up to `timeout_s`
@@ -102,10 +105,11 @@ class AsyncSimpleConsumer:
 class SimpleConsumer(Synchronous):
     """The synchronous SimpleConsumer: the same calls, each waiting for its answer."""
 
-    def __init__(self, bootstrap: str, topic: str, partition: int, client_id: str = "martlet-simple-consumer",
-                 timeout_s: float = DEFAULT_TIMEOUT_S, read_committed: bool = True, *,
-                 tls: ssl.SSLContext | None = None) -> None:
-        self._consumer = AsyncSimpleConsumer(bootstrap, topic, partition, client_id, timeout_s, read_committed, tls=tls)
+    def __init__(self, bootstrap: str, topic: str, partition: int,  # noqa: PLR0913 - tls, sasl: keyword-only
+                 client_id: str = "martlet-simple-consumer", timeout_s: float = DEFAULT_TIMEOUT_S,
+                 read_committed: bool = True, *,
+                 tls: ssl.SSLContext | None = None, sasl: Login | None = None) -> None:
+        self._consumer = AsyncSimpleConsumer(bootstrap, topic, partition, client_id, timeout_s, read_committed, tls=tls, sasl=sasl)
         super().__init__("martlet-simple-consumer", self._consumer, "consumer")
 
     def fetch(self, offset: int, max_messages: int = 500, timeout_s: float = 1.0) -> list[Message]:

@@ -13,10 +13,11 @@ SASL one (`login`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import ssl
 import struct
-from typing import Any, NamedTuple
+from collections.abc import Mapping
 
 from kio.schema.errors import ErrorCode
 from kio.schema.write_txn_markers.v1.response import WriteTxnMarkersResponse
@@ -24,7 +25,8 @@ from kio.schema.write_txn_markers.v1.response import WriteTxnMarkersResponse
 from ..engine.api import NodeIdentity, RemoteMarkers, TopicPartition
 from ..protocol.apis import ApiKey
 from ..protocol.codec import build, decode_response, encode_request, request_type
-from ..protocol.scram import ClientExchange, ScramError
+from ..protocol.sasl_client import Login
+from ..protocol.sasl_client import login as sasl_login
 from .internal_topics import OFFSETS
 
 CALL_TIMEOUT_S = 10.0
@@ -32,17 +34,6 @@ MARKERS_VERSION = 1
 CLIENT_ID = "martlet-broker"
 _SIZE = struct.Struct(">i")
 _correlation = itertools.count(1)
-
-
-HANDSHAKE_VERSION, AUTHENTICATE_VERSION = 1, 2
-
-
-class Login(NamedTuple):
-    """The brokers' own SASL credentials ([sasl] inter_broker_*)."""
-
-    mechanism: str
-    user: str
-    password: str
 
 
 # A marker answered with these was refused for good: that producer's transaction there was
@@ -74,7 +65,7 @@ async def _call(node: NodeIdentity, request: object, tls: ssl.SSLContext | None,
                                                    server_hostname=node.host if tls is not None else None)
     try:
         if login is not None:
-            await _login(reader, writer, node, login)
+            await sasl_login(functools.partial(_kafka, reader, writer, node), login)
         body = await _ask(reader, writer, node, request, ApiKey.WRITE_TXN_MARKERS, MARKERS_VERSION)
     finally:
         writer.close()
@@ -98,25 +89,6 @@ async def _ask(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, node:
     return body
 
 
-async def _login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, node: NodeIdentity,
-                 login: Login) -> None:
-    """SCRAM as the brokers' own user; ConnectionError if the other broker refuses."""
-    handshake = build(request_type(ApiKey.SASL_HANDSHAKE, HANDSHAKE_VERSION), {"mechanism": login.mechanism})
-    answer: Any = await _ask(reader, writer, node, handshake, ApiKey.SASL_HANDSHAKE, HANDSHAKE_VERSION)
-    if answer.error_code != ErrorCode.none:
-        raise ConnectionError(f"node {node.node_id} refused SASL {login.mechanism}: {ErrorCode(answer.error_code).name}")
-    exchange = ClientExchange(login.mechanism, login.user, login.password)
-    try:
-        server_first = await _authenticate(reader, writer, node, exchange.first())
-        exchange.verify(await _authenticate(reader, writer, node, exchange.final(server_first)))
-    except ScramError as error:
-        raise ConnectionError(f"node {node.node_id}: SCRAM failed: {error}") from None
-
-
-async def _authenticate(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, node: NodeIdentity,
-                        token: bytes) -> bytes:
-    request = build(request_type(ApiKey.SASL_AUTHENTICATE, AUTHENTICATE_VERSION), {"auth_bytes": token})
-    answer: Any = await _ask(reader, writer, node, request, ApiKey.SASL_AUTHENTICATE, AUTHENTICATE_VERSION)
-    if answer.error_code != ErrorCode.none:
-        raise ConnectionError(f"node {node.node_id} refused the brokers' user: {answer.error_message}")
-    return bytes(answer.auth_bytes)
+async def _kafka(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, node: NodeIdentity, key: int,
+                 version: int, fields: Mapping[str, object]) -> object:
+    return await _ask(reader, writer, node, build(request_type(key, version), fields), ApiKey(key), version)

@@ -365,7 +365,8 @@ def test_brokers_authenticate_to_each_other_as_their_own_user(tmp_path: Path) ->
     """A SASL inter-broker listener: the broker makes its own user at start, and what it sends
     another broker (transaction markers) authenticates as that user first."""
     from martlet.engine.api import NodeIdentity, RemoteMarkers, TopicPartition
-    from martlet.gateway.peers import Login, send_markers
+    from martlet.gateway.peers import send_markers
+    from martlet.protocol.sasl_client import Login
 
     found = _start(tmp_path, 'inter_broker_user = "broker"\ninter_broker_password = "broker-secret"\n'
                              'inter_broker_mechanism = "SCRAM-SHA-512"')
@@ -376,7 +377,7 @@ def test_brokers_authenticate_to_each_other_as_their_own_user(tmp_path: Path) ->
         markers = RemoteMarkers(producer_id=1, epoch=0, commit=True, partitions=(TopicPartition(topic, 0),), shards=())
         own = Login("SCRAM-SHA-512", "broker", "broker-secret")
         assert asyncio.run(send_markers(node, markers, login=own)) == []
-        with pytest.raises(ConnectionError, match="refused the brokers' user"):
+        with pytest.raises(ConnectionError, match="authentication failed"):
             asyncio.run(send_markers(node, markers, login=own._replace(password="wrong")))
         with pytest.raises(ConnectionError):  # no login on a SASL listener: closed before the markers
             asyncio.run(send_markers(node, markers))
@@ -449,3 +450,43 @@ def test_oauthbearer_tokens_signed_by_a_jwks_key_authenticate(tmp_path: Path) ->
         found.broker.kill()
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_the_native_sdk_authenticates_over_sasl_ssl(secured: Secured, mechanism: str) -> None:
+    import ssl
+
+    from martlet.client.admin import Admin
+    from martlet.client.consumer import Consumer as NativeConsumer
+    from martlet.client.errors import BrokerError
+    from martlet.client.producer import Producer as NativeProducer
+    from martlet.client.producer import ProducerConfig
+    from martlet.client.simple_consumer import SimpleConsumer
+    from martlet.protocol.sasl_client import Login
+
+    context = ssl.create_default_context(cafile=str(secured.certs / "ca.pem"))
+    bootstrap = secured.addresses["SASL_SSL"]
+    login = Login(mechanism, "alice", PASSWORD)
+    topic = f"native-sasl-{uuid.uuid4().hex[:8]}"
+    with Admin(bootstrap, tls=context, sasl=login) as admin:
+        layout = admin.create_topic(topic, 2)
+        assert {p.leader_port for p in layout.partitions} == {int(bootstrap.rsplit(":", 1)[1])}
+    with NativeProducer(bootstrap, topic, ProducerConfig(tls=context, sasl=login)) as producer:
+        for index in range(20):
+            producer.send(f"n{index}".encode(), f"k{index}".encode())
+        producer.wait_persisted(WAIT_S)
+    with SimpleConsumer(bootstrap, topic, 0, tls=context, sasl=login) as simple:
+        first = simple.fetch(0, timeout_s=5.0)
+    consumer = NativeConsumer(bootstrap, f"{topic}-group", [topic], tls=context, sasl=login)
+    try:
+        got: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < 20 and time.monotonic() < deadline:
+            got += [message.value for message in consumer.poll(1.0)]
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(f"n{index}".encode() for index in range(20))
+    assert first and all(message.value in got for message in first)
+    with pytest.raises(BrokerError, match="SASL_AUTHENTICATION_FAILED"), \
+            Admin(bootstrap, tls=context, sasl=login._replace(password="wrong"), timeout_s=5.0) as refused:
+        refused.create_topic(f"{topic}-no", 1)
