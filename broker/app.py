@@ -133,7 +133,7 @@ class Broker:
         if not self.config.udp_listen:
             return
         host, port = parse_address(self.config.udp_listen)
-        self.udp = UdpListener(ctx, host, port, self.config.udp_rate_per_source)
+        self.udp = UdpListener(ctx, host, port, self.config.udp_rate_per_source, self.config.udp_topics)
         await self.udp.start()
         if self.http is not None:
             self.http.udp = self.udp.counters

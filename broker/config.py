@@ -53,6 +53,9 @@ class ServeConfig:
     # The UDP front end (gateway/udp.py): "HOST:PORT", or "" for none (the default).
     udp_listen: str = ""
     udp_rate_per_source: int = UDP_RATE_DEFAULT  # datagrams a second per source address; 0: no limit
+    # The topics datagrams may write (None: any). UDP cannot authenticate, so with TLS or SASL
+    # on any listener the front end needs this list (`unauthenticated_udp`).
+    udp_topics: tuple[str, ...] | None = None
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -180,6 +183,20 @@ def _apply_sasl(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
     return replace(config, sasl=settings)
 
 
+def secured(config: ServeConfig) -> bool:
+    """TLS or SASL on some listener: the broker means to know who its clients are."""
+    return any(listener.protocol.tls or listener.protocol.sasl for listener in listeners_of(config).all)
+
+
+def unauthenticated_udp(config: ServeConfig) -> str | None:
+    """Why the UDP front end may not run as configured: with security on, datagrams (which
+    cannot authenticate) may only write the topics [udp] topics names."""
+    if config.udp_listen and config.udp_topics is None and secured(config):
+        return ("[udp] topics: the listeners use TLS or SASL, and the UDP front end cannot authenticate its "
+                "senders; name the topics datagrams may write (topics = [...]) or turn it off")
+    return None
+
+
 def exposed(config: ServeConfig) -> list[str]:
     """The doors that let anyone who reaches them do anything (no TLS, no authentication) and
     listen where other machines reach them: `martlet serve` refuses them unless `insecure`."""
@@ -187,7 +204,8 @@ def exposed(config: ServeConfig) -> list[str]:
              if not listener.protocol.tls and not listener.protocol.sasl and not _loopback(listener.host)]
     if config.http_listen and not _loopback(parse_address(config.http_listen)[0]):
         doors.append(f"the HTTP port {config.http_listen}")
-    if config.udp_listen and not _loopback(parse_address(config.udp_listen)[0]):
+    udp_narrowed = config.udp_topics is not None and secured(config)  # datagrams write only the topics named
+    if config.udp_listen and not _loopback(parse_address(config.udp_listen)[0]) and not udp_narrowed:
         doors.append(f"the UDP front end {config.udp_listen}")
     return doors
 
@@ -254,9 +272,14 @@ def _apply_http(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
 
 
 def _apply_udp(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
-    unknown = set(section) - {"listen", "rate_per_source"}
+    unknown = set(section) - {"listen", "rate_per_source", "topics"}
     if unknown:
         raise ConfigError(f"[udp]: unknown key {sorted(unknown)[0]!r}")
+    if "topics" in section:
+        topics = section["topics"]
+        if not _strings(topics) or not topics:
+            raise ConfigError('[udp] topics: expected a list of topic names such as ["metrics"]')
+        config = replace(config, udp_topics=tuple(topics))
     rate = section.get("rate_per_source", config.udp_rate_per_source)
     if type(rate) is not int or rate < 0:
         raise ConfigError(f"[udp] rate_per_source: expected an int >= 0, got {rate!r}")

@@ -90,6 +90,7 @@ SASL_NOTES = {
 UDP_NOTES = {
     "listen": 'datagrams into topics (gateway/udp.py), "HOST:PORT"; "": none',
     "rate_per_source": "datagrams a second each source address may send (token bucket); 0: no limit",
+    "topics": "the only topics datagrams may write; required when listeners use TLS or SASL (UDP cannot authenticate)",
 }
 GROUPS_NOTES = {
     "session_timeout_ms_min": "Kafka's group.min.session.timeout.ms",
@@ -135,7 +136,8 @@ def defaults_toml() -> str:
     sections = [
         ("gateway", _values(gateway) | gateway_values, GATEWAY_NOTES),
         ("http", http_values, HTTP_NOTES),
-        ("udp", {"listen": ServeConfig().udp_listen, "rate_per_source": ServeConfig().udp_rate_per_source}, UDP_NOTES),
+        ("udp", {"listen": ServeConfig().udp_listen, "rate_per_source": ServeConfig().udp_rate_per_source,
+                 "topics": Unset(["metrics"])}, UDP_NOTES),
         ("tls", _values(TlsSettings()) | {"certificate": Unset("certs/broker.pem"), "key": Unset("certs/broker.key"),
                                           "key_password": Unset("..."), "ca": Unset("certs/ca.pem"),
                                           "protocols": list(TlsSettings().protocols)}, TLS_NOTES),

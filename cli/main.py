@@ -149,8 +149,11 @@ def _serve_config(args: argparse.Namespace) -> ServeConfig:
 
 
 def _refuse_exposed(config: ServeConfig) -> None:
-    from ..broker.config import ConfigError, exposed
+    from ..broker.config import ConfigError, exposed, unauthenticated_udp
 
+    why = unauthenticated_udp(config)
+    if why is not None:
+        raise ConfigError(why)
     doors = " and ".join(exposed(config))
     if doors and not config.insecure:
         raise ConfigError(f"{doors}: anyone who reaches them could read, write and delete everything. Listen on "

@@ -22,6 +22,9 @@ partition -1, round robin over the topic's partitions this node serves. Decision
 
 - A datagram is at most DATAGRAM_BYTES_MAX (65,507: the largest UDP payload over IPv4);
   anything larger (IPv6) is malformed, as is an empty one or a text one with no newline.
+- A topic not among `[udp] topics` (when the list is given; it must be when the listeners use
+  TLS or SASL, since a datagram cannot authenticate): counted not_allowed and dropped, never
+  created.
 - A topic that does not exist: the datagram is counted unknown_topic and dropped. With
   auto_create_topics on (as Produce does) it also starts the topic's creation, so later
   datagrams for it are taken.
@@ -47,7 +50,7 @@ import re
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 import asyncio_dgram
@@ -202,8 +205,10 @@ class UdpCounters:
     unknown_topic: int = 0
     dropped_full: int = 0
     not_served: int = 0
+    not_allowed: int = 0
 
-    OUTCOMES = ("accepted", "malformed", "rate_limited", "unknown_topic", "dropped_full", "not_served")
+    OUTCOMES = ("accepted", "malformed", "rate_limited", "not_allowed", "unknown_topic", "dropped_full",
+                "not_served")
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
@@ -221,8 +226,9 @@ class UdpListener:
     """Binds the address, then takes every datagram in (see the module header)."""
 
     def __init__(self, ctx: Context, host: str, port: int, rate_per_source: int,
-                 now_s: Callable[[], float] = time.monotonic) -> None:
+                 topics: Iterable[str] | None = None, now_s: Callable[[], float] = time.monotonic) -> None:
         self.ctx = ctx
+        self.topics = None if topics is None else frozenset(topics)  # those datagrams may write (None: any)
         self.host, self.port = host, port
         self.counters = UdpCounters()
         self.limiter = RateLimiter(rate_per_source, now_s)
@@ -288,6 +294,10 @@ class UdpListener:
             datagram = parse(data)
         except Malformed as why:
             self._malformed(source, str(why))
+            return
+        if self.topics is not None and datagram.topic not in self.topics:
+            counters.not_allowed += 1
+            self._log(source, f"topic {datagram.topic!r} is not among [udp] topics")
             return
         topic = self.ctx.topics.find(datagram.topic)
         if topic is None:
@@ -398,6 +408,10 @@ class UdpListener:
 
     def _malformed(self, source: str, why: str) -> None:
         self.counters.malformed += 1
+        self._log(source, f"malformed datagram ({why})")
+
+    def _log(self, source: str, what: str) -> None:
+        """A refused datagram's line, at most one per source every LOG_EVERY_S."""
         now = self.now_s()
         if now - self._logged.get(source, -LOG_EVERY_S) < LOG_EVERY_S:
             return
@@ -405,8 +419,8 @@ class UdpListener:
             self._logged = {s: t for s, t in self._logged.items() if now - t < LOG_EVERY_S}
         if len(self._logged) < SOURCES_MAX:
             self._logged[source] = now
-            logger.warning("UDP: malformed datagram from %s (%s); more from it are counted, not logged, for %.0f s",
-                           source, why, LOG_EVERY_S)
+            logger.warning("UDP: refused a datagram from %s: %s; more from it are counted, not logged, for %.0f s",
+                           source, what, LOG_EVERY_S)
 
     def _maybe_create(self, name: str) -> None:
         """auto_create_topics: create the topic a datagram named, in the background."""

@@ -89,6 +89,19 @@ def test_sasl_settings_that_cannot_work_get_a_clear_error(doc: dict, message: st
         from_document(doc)
 
 
+def test_the_udp_front_end_needs_its_topics_named_when_listeners_authenticate() -> None:
+    from martlet.broker.config import unauthenticated_udp
+
+    sasl = {"listeners": ["SASL_PLAINTEXT://127.0.0.1:1", "PLAINTEXT://127.0.0.1:2"],
+            "inter_broker_listener_name": "PLAINTEXT"}
+    assert unauthenticated_udp(from_document({"gateway": sasl, "udp": {"listen": "127.0.0.1:9"}})) is not None
+    named = from_document({"gateway": sasl, "udp": {"listen": "127.0.0.1:9", "topics": ["metrics"]}})
+    assert unauthenticated_udp(named) is None and named.udp_topics == ("metrics",)
+    assert unauthenticated_udp(from_document({"udp": {"listen": "127.0.0.1:9"}})) is None  # no security: as before
+    with pytest.raises(ConfigError, match="topics: expected a list"):
+        from_document({"udp": {"topics": []}})
+
+
 def test_sasl_settings_are_read() -> None:
     config = from_document({"gateway": {"listeners": ["SASL_PLAINTEXT://127.0.0.1:1", "LOCAL://127.0.0.1:2"],
                                         "listener_security_protocol_map": "SASL_PLAINTEXT:SASL_PLAINTEXT,LOCAL:PLAINTEXT",

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import asyncio
 import random
 import struct
@@ -130,6 +132,19 @@ def test_checks_of_the_topic(broker: Broker) -> None:
          binary("window", 0, future), binary("small", 0, build_batch([NewRecord(b"k", b"v" * 300, NOW_MS)])),
          binary("t-none", 0, keyless))
     assert outcomes(listener) == {"received": 6, "accepted": 1, "records": 1, "malformed": 4, "unknown_topic": 1}
+
+
+def test_only_the_topics_named_may_be_written(broker: Broker) -> None:
+    """[udp] topics (required when the listeners authenticate): any other topic is refused,
+    counted not_allowed, never created."""
+    broker.create_topic("metrics", 1)
+    broker.create_topic("orders", 1)
+    broker.ctx.settings = replace(broker.ctx.settings, auto_create_topics=True)
+    listener = UdpListener(broker.ctx, "127.0.0.1", 0, 0, ["metrics"], now_s=lambda: 0.0)
+    keyless = build_batch([NewRecord(None, b"v", NOW_MS)])
+    take(broker, listener, b"metrics\nok", b"orders\nno", binary("orders", 0, keyless), b"fresh\nno")
+    assert outcomes(listener) == {"received": 4, "accepted": 1, "records": 1, "not_allowed": 3}
+    assert broker.ctx.topics.find("fresh") is None
 
 
 def test_log_append_time_and_compression_type(broker: Broker) -> None:
