@@ -123,6 +123,9 @@ def sql(spec: dict[str, Any]) -> Any:
     env = StreamExecutionEnvironment.get_execution_environment(configuration(spec))
     tables = StreamTableEnvironment.create(env)
     common = f"'connector' = 'kafka', 'properties.bootstrap.servers' = '{spec['bootstrap']}'"
+    for key, value in spec.get("kafka_properties", {}).items():  # security settings, Kafka's client names
+        escaped = value.replace("'", "''")
+        common += f", 'properties.{key}' = '{escaped}'"
     tables.execute_sql(f"""
         CREATE TABLE words (word STRING, n BIGINT, `partition` INT METADATA VIRTUAL, `offset` BIGINT METADATA VIRTUAL)
         WITH ({common}, 'topic' = '{spec['source']}', 'properties.group.id' = '{spec['group']}',

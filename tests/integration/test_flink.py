@@ -327,3 +327,37 @@ def test_partition_discovery_reads_partitions_added_while_running(flink_server: 
         flink_server.cancel(job_id)
         reader.close()
     assert sorted(reader.values) == sorted(f"{value}|seen" for value in sent)
+
+
+# -- security -----------------------------------------------------------------------------------
+
+def test_sql_job_over_sasl_ssl_with_scram(flink_server: FlinkServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The SQL job of test_sql_job_between_two_kafka_tables with its tables on a SASL_SSL
+    listener (SCRAM-SHA-512, a PEM truststore), Kafka's client properties in the DDL (issue 39)."""
+    from tests.integration.test_sasl import PASSWORD, _start, add_user
+
+    secured = _start(tmp_path_factory.mktemp("flink-sasl"))
+    try:
+        add_user(secured.local, "alice", PASSWORD)
+        source, sink = new_topic(secured.local, "words"), new_topic(secured.local, "shouted")
+        producer = Producer({"bootstrap.servers": secured.local})
+        for n in range(20):
+            producer.produce(source, value=json.dumps({"word": f"w{n}", "n": n}).encode(), partition=n % PARTITIONS)
+        assert producer.flush(TIMEOUT_S) == 0
+        properties = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                      # the SQL connector jar relocates Kafka's classes, its login module's among them
+                      "sasl.jaas.config": "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.scram."
+                                          f'ScramLoginModule required username="alice" password="{PASSWORD}";',
+                      "ssl.truststore.type": "PEM", "ssl.truststore.location": str(secured.certs / "ca.pem")}
+        reader = Reader(secured.local, sink, PARTITIONS, isolation="read_uncommitted")
+        job_id = flink_server.submit("sql", bootstrap=secured.addresses["SASL_SSL"], source=source, sink=sink,
+                                     group=f"g-{source}", kafka_properties=properties)
+        try:
+            reader.wait(lambda values: len(values) >= 20, JOB_PROGRESS_S, "the SQL job's output over SASL_SSL",
+                        flink_server.flink.log_tail)
+        finally:
+            flink_server.cancel(job_id)
+            reader.close()
+        assert sorted(json.loads(value)["word"] for value in reader.values) == sorted(f"W{n}" for n in range(20))
+    finally:
+        secured.broker.kill()

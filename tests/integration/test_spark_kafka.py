@@ -343,3 +343,31 @@ def test_read_committed_returns_committed_transactions_only(spark: SparkSession,
 
     assert read_values("read_committed") == sorted(written["commit"])
     assert read_values("read_uncommitted") == sorted(written["commit"] + written["abort"])
+
+
+# -- security ------------------------------------------------------------------------------------
+
+def test_read_and_write_over_sasl_ssl_with_scram(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Spark's connector (kafka-clients 3.9) on a SASL_SSL listener with SCRAM-SHA-512 and a
+    PEM truststore: a batch write, then a batch read of what it wrote (issue 39)."""
+    from tests.integration.test_sasl import PASSWORD, _start, add_user
+
+    secured = _start(tmp_path_factory.mktemp("spark-sasl"))
+    try:
+        add_user(secured.local, "alice", PASSWORD)
+        topic = new_topic(secured.local)
+        options = {"kafka.bootstrap.servers": secured.addresses["SASL_SSL"], "kafka.security.protocol": "SASL_SSL",
+                   "kafka.sasl.mechanism": "SCRAM-SHA-512",
+                   "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                             f'username="alice" password="{PASSWORD}";',
+                   "kafka.ssl.truststore.type": "PEM",
+                   "kafka.ssl.truststore.location": str(secured.certs / "ca.pem")}
+        wanted = [(b"k%d" % n, b"v%d" % n) for n in range(20)]
+        spark.createDataFrame(wanted, "key binary, value binary").write.format("kafka").options(**options) \
+            .option("topic", topic).save()
+        rows = (spark.read.format("kafka").options(**options).option("subscribe", topic)
+                .option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
+                .select("key", "value").collect())
+        assert sorted((bytes(row.key), bytes(row.value)) for row in rows) == sorted(wanted)
+    finally:
+        secured.broker.kill()
