@@ -36,6 +36,15 @@ class Dispatcher:
         self.apis = {int(key): api for key, api in apis.items()}  # by number: no enum lookup per request
         self.stats = RequestStats()
 
+    def serves(self, frame: bytes | bytearray | memoryview) -> bool:
+        """Whether the request's api key and version are served (else it is answered or refused as such)."""
+        try:
+            peeked = peek_header(frame)
+        except ProtocolError:
+            return False
+        api = self.apis.get(peeked.api_key)
+        return api is not None and api.serves(peeked.api_version)
+
     async def handle(self, frame: bytes | bytearray | memoryview, peer: Peer = NO_PEER) -> Buffers | None:
         """The response frame as buffers to write in order (None: no answer, acks=0). One
         coroutine: a second, to name the client in a ProtocolError, cost every request 0.4 us."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 PLAIN, OAUTHBEARER = "PLAIN", "OAUTHBEARER"
 MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)  # what Martlet serves
+_SIZE = struct.Struct(">i")
 RECEIVE_BYTES_MAX = 524_288  # Kafka's sasl.server.max.receive.size: the largest frame before authentication
 HANDSHAKE_VERSIONS, AUTHENTICATE_VERSIONS = (0, 1), (0, 1, 2)
 SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
@@ -138,7 +140,8 @@ class Authenticator:
         self.peer = peer
         self.previous = reauthenticating  # the principal a re-authentication must keep ("": a first one)
         self.mechanism = mechanism  # the one the first authentication used, then this one's
-        self.waiting_handshake = True  # ApiVersions is answered until the handshake
+        self.waiting_handshake = True  # until the handshake: ApiVersions is answered once (`versions_done`)
+        self.versions_done = False  # ApiVersions answered: only the handshake may follow
         self.expired = expired  # the session ended: only a re-authentication may follow
         self._raw = False  # SaslHandshake v0: the tokens come as bare frames
         self._scram: ServerExchange | None = None
@@ -148,6 +151,10 @@ class Authenticator:
             return self._handshake(frame)
         if self._raw:
             return await self._token(None, bytes(frame))
+        if _api_key(frame) == ApiKey.SASL_HANDSHAKE:  # a second handshake: Kafka's answer, then the end
+            header, _ = self._decode(frame, ApiKey.SASL_HANDSHAKE, HANDSHAKE_VERSIONS)
+            answer = {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
+            return Step(_encoded(header, answer), failed="a second SaslHandshake before authenticating")
         header, request = self._decode(frame, ApiKey.SASL_AUTHENTICATE, AUTHENTICATE_VERSIONS)
         return await self._token(header, cast(_Authenticate, request).auth_bytes)
 
@@ -175,8 +182,8 @@ class Authenticator:
             return self._failed(header, f"Cannot change principals during re-authentication from {self.previous}: "
                                         f"{principal}", "re-authentication as another principal")
         lifetime = self._lifetime_ms() if principal else 0
-        if header is None:
-            return Step(reply, principal, lifetime_ms=lifetime)  # v0: the token alone, unframed
+        if header is None:  # v0: the token alone in a frame of its own (an empty one for PLAIN's success)
+            return Step(_SIZE.pack(len(reply or b"")) + (reply or b""), principal, lifetime_ms=lifetime)
         answer = {"error_code": ErrorCode.none, "error_message": None, "auth_bytes": reply or b"",
                   "session_lifetime": lifetime}
         return Step(_encoded(header, answer), principal, lifetime_ms=lifetime)
@@ -212,10 +219,9 @@ class Authenticator:
         return f"User:{scram.user}", reply
 
     async def _plain(self, token: bytes) -> str:
-        try:
-            parts = token.decode().split("\0")
-        except UnicodeDecodeError:
-            raise Refused("Invalid SASL/PLAIN response: not UTF-8") from None
+        # As Kafka's PlainSaslServer reads it: UTF-8 (what is not decodes to U+FFFD and matches no
+        # user), at most four NUL-separated parts counted, the password checked before the authzid.
+        parts = token.decode(errors="replace").split("\0", 3)
         if len(parts) != 3:
             raise Refused(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
         authzid, user, password = parts
@@ -223,13 +229,13 @@ class Authenticator:
             raise Refused("Authentication failed: username not specified")
         if not password:
             raise Refused("Authentication failed: password not specified")
-        if authzid and authzid != user:
-            raise Refused("Authentication failed: Client requested an authorization id that is different "
-                             "from username")
         stored = self.lookup(user, SCRAM_SHA_512) or self.lookup(user, SCRAM_SHA_256)
         matched = await asyncio.to_thread((stored or _NOBODY).matches, password)
         if stored is None or not matched:
             raise Refused("Authentication failed: Invalid username or password")
+        if authzid and authzid != user:
+            raise Refused("Authentication failed: Client requested an authorization id that is different "
+                          "from username")
         return user
 
     async def _bearer(self, message: bytes) -> str:
@@ -282,6 +288,10 @@ class _Handshake(Protocol):  # SaslHandshakeRequest, every version
 class _Authenticate(Protocol):  # SaslAuthenticateRequest, every version
     @property
     def auth_bytes(self) -> bytes: ...
+
+
+def _api_key(frame: bytearray) -> int:
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
 def _encoded(header: RequestHeader, answer: Mapping[str, object]) -> bytes:

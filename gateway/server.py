@@ -399,7 +399,7 @@ class Connection(asyncio.BufferedProtocol):
         serving task in order; so does the error of one that fails."""
         for index, frame in enumerate(frames):
             key = _api_key(frame)
-            if key == SASL_HANDSHAKE_KEY and self._sasl is not None:
+            if key == SASL_HANDSHAKE_KEY and self._reauthenticates():
                 return frames[index:]  # re-authentication: the serving task runs it in turn
             release = _Release() if key == PRODUCE_KEY else None
             try:
@@ -461,7 +461,7 @@ class Connection(asyncio.BufferedProtocol):
                 self._write(await queued.task)  # nothing was pending when it started
         elif isinstance(queued, _Failed):
             raise queued.error
-        elif self._sasl is not None and (self._gate is not None or _api_key(queued) == SASL_HANDSHAKE_KEY):
+        elif self._gate is not None or (_api_key(queued) == SASL_HANDSHAKE_KEY and self._reauthenticates()):
             await self._written()
             await self._authenticate(queued)
         elif _api_key(queued) == PRODUCE_KEY:
@@ -478,8 +478,10 @@ class Connection(asyncio.BufferedProtocol):
         gate = self._gate
         if gate is None:  # SaslHandshake on an authenticated connection: it authenticates again
             gate = self._gate = Authenticator(self._sasl, self.client, self.client.principal, self._mechanism)
-        if gate.waiting_handshake and not gate.previous and _api_key(frame) == API_VERSIONS_KEY:
+        if gate.waiting_handshake and not gate.previous and not gate.versions_done and \
+                _api_key(frame) == API_VERSIONS_KEY:  # once, before the handshake (a second one closes, as at Kafka)
             self._write(await self.server.dispatcher.handle(frame, self.client))
+            gate.versions_done = self.server.dispatcher.serves(frame)
             return
         try:
             step = await gate.take(frame)
@@ -495,6 +497,11 @@ class Connection(asyncio.BufferedProtocol):
         self._write(None if step.answer is None else [step.answer])
         if step.principal is not None:
             self._authenticated(step.principal, gate.mechanism, step.lifetime_ms)
+
+    def _reauthenticates(self) -> bool:
+        """KIP-368: SaslHandshake on an authenticated connection starts a re-authentication
+        where sessions end (connections_max_reauth_ms); elsewhere Kafka answers it ILLEGAL_SASL_STATE."""
+        return self._sasl is not None and self._sasl.settings.connections_max_reauth_ms > 0
 
     def _authenticated(self, principal: str, mechanism: str, lifetime_ms: int) -> None:
         self._gate = None

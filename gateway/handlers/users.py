@@ -6,10 +6,9 @@ describe/alterUserScramCredentials).
 The client salts and hashes the password itself; the request carries the salt, the
 iteration count and the salted password, from which the credential is derived here (the
 salted password is not kept either). Checks and errors as Kafka's controller makes them:
-a user named twice for one mechanism, DUPLICATE_RESOURCE; no name, or iterations outside
+a user named twice in one request (even for two mechanisms), DUPLICATE_RESOURCE; no name, or iterations outside
 4096-16384, UNACCEPTABLE_CREDENTIAL; an unknown mechanism, UNSUPPORTED_SASL_MECHANISM;
-deleting or describing what does not exist, RESOURCE_NOT_FOUND. Each user's changes are
-applied together or not at all.
+deleting or describing what does not exist, RESOURCE_NOT_FOUND.
 """
 
 from __future__ import annotations
@@ -49,10 +48,10 @@ async def describe_user_scram_credentials(ctx: Context, header: RequestHeader,
         found = users.credentials(dynamic, name)
         if counted[name] > 1:
             results.append(_described(name, ErrorCode.duplicate_resource,
-                                      "Cannot describe SCRAM credentials for the same user twice in a single request"))
+                                      f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"))
         elif not found:
             results.append(_described(name, ErrorCode.resource_not_found,
-                                      "Attempt to describe a user credential that does not exist"))
+                                      f"Attempt to describe a user credential that does not exist: {name}"))
         else:
             infos: list[DescribeUserScramCredentialsCredentialInfoAnswer] = [
                 {"mechanism": users.IDS[mechanism], "iterations": credential.iterations}
@@ -69,42 +68,44 @@ def _described(name: str, code: ErrorCode, message: str) -> DescribeUserScramCre
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0)
 async def alter_user_scram_credentials(ctx: Context, header: RequestHeader,
                                        request: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsAnswer:
-    named = collections.Counter([(d.name, d.mechanism) for d in request.deletions]
-                                + [(u.name, u.mechanism) for u in request.upsertions])
-    problems: dict[str, Problem] = {}
-    changes: dict[str, dict[str, Credential | None]] = {}
-    for (name, _), count in named.items():
-        if count > 1:
-            problems.setdefault(name, (ErrorCode.duplicate_resource,
-                                       "A user credential cannot be altered twice in the same request"))
+    """As Kafka's controller takes them: the deletions, then the upsertions, in order; a
+    user's first refusal is its answer; a user named a second time (for any mechanism) once
+    its first alteration was accepted is DUPLICATE_RESOURCE and nothing of it changes."""
     dynamic = ctx.topics.dynamic
+    problems: dict[str, Problem] = {}
+    accepted: dict[str, tuple[str, Credential | None]] = {}  # user -> (mechanism, credential or None: delete)
     for deletion in request.deletions:
-        problem = _name_problem(deletion.name, deletion.mechanism)
         mechanism = users.MECHANISM_IDS.get(deletion.mechanism, "")
+        problem = _name_problem(deletion.name, deletion.mechanism)
         if problem is None and users.credential(dynamic, deletion.name, mechanism) is None:
             problem = (ErrorCode.resource_not_found, "Attempt to delete a user credential that does not exist")
-        _collect(problems, changes, deletion.name, problem, mechanism, None)
+        _take(problems, accepted, deletion.name, problem, (mechanism, None))
     for upsertion in request.upsertions:
-        problem = _name_problem(upsertion.name, upsertion.mechanism) or _iterations_problem(upsertion.iterations)
         mechanism = users.MECHANISM_IDS.get(upsertion.mechanism, "")
+        problem = _name_problem(upsertion.name, upsertion.mechanism) or _iterations_problem(upsertion.iterations)
         made = None if problem else Credential.of_salted(mechanism, upsertion.salt, upsertion.salted_password,
                                                          upsertion.iterations)
-        _collect(problems, changes, upsertion.name, problem, mechanism, made)
+        _take(problems, accepted, upsertion.name, problem, (mechanism, made))
     results: list[AlterUserScramCredentialsResultAnswer] = []
-    for name in dict.fromkeys([*problems, *changes]):
-        code, message = problems.get(name, (ErrorCode.none, None))
-        if code is ErrorCode.none:
-            await users.change(ctx.topics, name, changes[name])
-        results.append({"user": name, "error_code": code, "error_message": message})
+    for name, (mechanism, made) in accepted.items():
+        await users.change(ctx.topics, name, {mechanism: made})
+        results.append({"user": name, "error_code": ErrorCode.none, "error_message": None})
+    results += [{"user": name, "error_code": code, "error_message": message}
+                for name, (code, message) in problems.items()]
     return {"throttle_time": 0, "results": results}
 
 
-def _collect(problems: dict[str, Problem], changes: dict[str, dict[str, Credential | None]], name: str,
-             problem: Problem | None, mechanism: str, made: Credential | None) -> None:
-    if problem is not None:
-        problems.setdefault(name, problem)
+def _take(problems: dict[str, Problem], accepted: dict[str, tuple[str, Credential | None]], name: str,
+          problem: Problem | None, change: tuple[str, Credential | None]) -> None:
+    if name in problems:
+        return
+    if name in accepted:
+        del accepted[name]
+        problems[name] = (ErrorCode.duplicate_resource, "A user credential cannot be altered twice in the same request")
+    elif problem is not None:
+        problems[name] = problem
     else:
-        changes.setdefault(name, {})[mechanism] = made
+        accepted[name] = change
 
 
 def _name_problem(name: str, mechanism: int) -> Problem | None:

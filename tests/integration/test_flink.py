@@ -334,9 +334,9 @@ def test_partition_discovery_reads_partitions_added_while_running(flink_server: 
 def test_sql_job_over_sasl_ssl_with_scram(flink_server: FlinkServer, tmp_path_factory: pytest.TempPathFactory) -> None:
     """The SQL job of test_sql_job_between_two_kafka_tables with its tables on a SASL_SSL
     listener (SCRAM-SHA-512, a PEM truststore), Kafka's client properties in the DDL (issue 39)."""
-    from tests.integration.test_sasl import PASSWORD, _start, add_user
+    from tests.support.sasl import PASSWORD, add_user, start_secured
 
-    secured = _start(tmp_path_factory.mktemp("flink-sasl"))
+    secured = start_secured(tmp_path_factory.mktemp("flink-sasl"))
     try:
         add_user(secured.local, "alice", PASSWORD)
         source, sink = new_topic(secured.local, "words"), new_topic(secured.local, "shouted")

@@ -350,9 +350,9 @@ def test_read_committed_returns_committed_transactions_only(spark: SparkSession,
 def test_read_and_write_over_sasl_ssl_with_scram(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Spark's connector (kafka-clients 3.9) on a SASL_SSL listener with SCRAM-SHA-512 and a
     PEM truststore: a batch write, then a batch read of what it wrote (issue 39)."""
-    from tests.integration.test_sasl import PASSWORD, _start, add_user
+    from tests.support.sasl import PASSWORD, add_user, start_secured
 
-    secured = _start(tmp_path_factory.mktemp("spark-sasl"))
+    secured = start_secured(tmp_path_factory.mktemp("spark-sasl"))
     try:
         add_user(secured.local, "alice", PASSWORD)
         topic = new_topic(secured.local)

@@ -40,7 +40,7 @@ def test_plain_over_bare_tokens_after_a_v0_handshake() -> None:
     gate = _authenticator()
     assert _take(gate, _frame(HandshakeV0(mechanism="PLAIN"))).failed == ""
     step = _take(gate, b"\0alice\0secret")
-    assert (step.principal, step.answer, step.failed) == ("User:alice", None, "")
+    assert (step.principal, step.answer, step.failed) == ("User:alice", b"\0\0\0\0", "")  # an empty frame
     gate = _authenticator()
     _take(gate, _frame(HandshakeV0(mechanism="PLAIN")))
     step = _take(gate, b"\0alice\0wrong")
@@ -54,9 +54,10 @@ def test_scram_over_bare_tokens(mechanism: str) -> None:
     client = ClientExchange(mechanism, "alice", "secret")
     first = _take(gate, client.first())
     assert first.answer is not None and first.principal is None
-    final = _take(gate, client.final(first.answer))
+    final = _take(gate, client.final(first.answer[4:]))  # each token in a frame of its own
     assert final.principal == "User:alice" and final.answer is not None
-    client.verify(final.answer)
+    assert int.from_bytes(final.answer[:4], "big") == len(final.answer) - 4
+    client.verify(final.answer[4:])
 
 
 def test_a_re_authentication_keeps_its_principal_and_mechanism() -> None:
