@@ -23,6 +23,7 @@ TOOLS = {
     "produce": "records from standard input or a file to a topic (one per line)",
     "consume": "records of a topic to standard output",
     "status": "the brokers, topics, partitions, memory and store health",
+    "user": "create, list and delete the SCRAM users of SASL listeners",
     "completion": "a shell completion script (bash or zsh)",
     "certs": "a development CA with broker and client certificates, for TLS",
 }

@@ -1,9 +1,13 @@
 """What every operator command shares: where the broker is, how answers are printed, and the
 exit codes scripts rely on.
 
-Exit codes: 0 done; 1 the broker refused (a Kafka error such as an unknown topic, or nothing to
-do); 2 bad usage (argparse's own code); 3 no broker answered within --timeout; 130 stopped by
-Ctrl-C. Every command's -h ends with them (exit_codes).
+Exit codes: 0 done; 1 the broker refused (a Kafka error such as an unknown topic, a login or a
+TLS handshake it refused, or nothing to do); 2 bad usage (argparse's own code, or a
+--command-config file that cannot be used); 3 no broker answered within --timeout; 130 stopped
+by Ctrl-C. Every command's -h ends with them (exit_codes).
+
+How a command logs in (SASL, TLS) comes from --command-config, a Kafka client properties file
+(tools/client_config.py translates it into librdkafka's settings).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import sys
 import textwrap
 import time
@@ -26,6 +31,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.table import Table
+
+from . import client_config
 
 OK, REFUSED, USAGE, UNREACHABLE = 0, 1, 2, 3
 BOOTSTRAP_ENV, HTTP_ENV = "MARTLET_BOOTSTRAP", "MARTLET_HTTP"
@@ -60,6 +67,10 @@ def connection_args(parser: argparse.ArgumentParser) -> None:
                              f"else the bootstrap host on port {HTTP_PORT}); other Kafka endpoints go without")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the broker (default 10)")
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="table (default) or json")
+    parser.add_argument("--command-config", metavar="FILE", default=os.environ.get(client_config.COMMAND_CONFIG_ENV),
+                        help="Kafka client properties for SASL and TLS (security.protocol, sasl.mechanism, "
+                             "sasl.jaas.config, ssl.truststore.location, ...), as kafka-topics.sh --command-config "
+                             f"reads them (default: ${client_config.COMMAND_CONFIG_ENV}, else none: plaintext)")
 
 
 def timestamp_ms(text: str) -> int:
@@ -78,8 +89,75 @@ def timestamp_ms(text: str) -> int:
 
 
 def kafka_config(args: argparse.Namespace, **extra: object) -> dict[str, object]:
-    """librdkafka settings for a command's client; `extra` adds or overrides."""
-    return {"bootstrap.servers": args.bootstrap, "client.id": "martlet-cli", "log_level": 3, **extra}
+    """librdkafka settings for a command's client: those of --command-config, and an error_cb
+    that notes a refused login (Refusals); `extra` adds or overrides."""
+    return {"bootstrap.servers": args.bootstrap, "client.id": "martlet-cli", "log_level": 3,
+            **security_settings(args), "error_cb": refusals(args).note, **extra}
+
+
+def security_settings(args: argparse.Namespace) -> dict[str, str]:
+    """librdkafka's settings from the --command-config file ({} without one); a file that cannot
+    be used is Failed USAGE, its message naming keys but never a value (no password shown)."""
+    path = getattr(args, "command_config", None)
+    if not path:
+        return {}
+    try:
+        return client_config.load(path)
+    except client_config.ConfigError as error:
+        given = "$" + client_config.COMMAND_CONFIG_ENV if path == os.environ.get(client_config.COMMAND_CONFIG_ENV) else ""
+        raise Failed(f"--command-config {error}{f' (from {given})' if given else ''}", USAGE) from None
+
+
+class Refusals:
+    """librdkafka's error_cb of a command's clients: keeps the first error saying that a broker
+    answered but refused the connection (a SASL login, a TLS handshake). librdkafka only retries
+    those until --timeout and then reports a transport failure; list_topics stops at once."""
+
+    KINDS = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL})
+
+    def __init__(self) -> None:
+        self.first: KafkaError | None = None
+
+    def note(self, error: KafkaError) -> None:
+        if self.first is None and error.code() in self.KINDS:
+            self.first = error
+
+    def failed(self, args: argparse.Namespace) -> Failed | None:
+        """The refusal as Failed REFUSED (librdkafka's "sasl_ssl://host:port/id: " prefix cut), or None."""
+        if self.first is None:
+            return None
+        text = re.sub(r"^\S+://\S+?: ", "", str(self.first.str()))
+        what = "login refused" if self.first.code() == KafkaError._AUTHENTICATION else "TLS handshake failed"
+        return Failed(f"{what} at {args.bootstrap}: {text} ({self.first.name()})", REFUSED)
+
+
+def refusals(args: argparse.Namespace) -> Refusals:
+    """The Refusals of this command's clients (one per command: kept in its args)."""
+    found = getattr(args, "refusals", None)
+    if not isinstance(found, Refusals):
+        found = args.refusals = Refusals()
+    return found
+
+
+CONNECT_CHECK_S = 0.5  # list_topics waits in slices this long, looking for a refused login between them
+
+
+def list_topics(client: Any, args: argparse.Namespace, topic: str | None, timeout_s: float) -> Any:
+    """`client.list_topics(topic)` (an AdminClient, Producer or Consumer) within `timeout_s`:
+    waited for in slices of CONNECT_CHECK_S, between which librdkafka serves its errors (poll), so
+    that a refused login or TLS handshake ends it at once as Failed REFUSED. Past `timeout_s`,
+    librdkafka's KafkaException."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return client.list_topics(topic, timeout=max(0.01, min(CONNECT_CHECK_S, deadline - time.monotonic())))
+        except KafkaException:
+            client.poll(0)
+            refused = refusals(args).failed(args)
+            if refused is not None:
+                raise refused from None
+            if time.monotonic() >= deadline:
+                raise
 
 
 def subcommand(subs: Any, name: str, func: Any, summary: str, description: str) -> argparse.ArgumentParser:
@@ -236,7 +314,7 @@ def martlet_http(args: argparse.Namespace, expected_cluster: str | None) -> dict
 def metadata(client: AdminClient, args: argparse.Namespace, topic: str | None = None) -> Any:
     """A Metadata answer (ClusterMetadata) of every topic or of `topic`; no answer is Failed UNREACHABLE."""
     try:
-        return client.list_topics(topic, timeout=args.timeout)
+        return list_topics(client, args, topic, args.timeout)
     except KafkaException as error:
         raise kafka_failed(error.args[0], {}, f"no broker answered at {args.bootstrap}") from None
 
@@ -260,7 +338,7 @@ def topic_partitions(client: Any, topic: str, args: argparse.Namespace) -> list[
     deadline = time.monotonic() + args.timeout
     while True:
         try:
-            answer = client.list_topics(topic, timeout=max(0.1, deadline - time.monotonic()))
+            answer = list_topics(client, args, topic, max(0.1, deadline - time.monotonic()))
         except KafkaException as unanswered:
             error = unanswered.args[0]
             fail(f"no broker answered at {args.bootstrap} within {args.timeout:g} s: {error.str()} ({error.name()})",

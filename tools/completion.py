@@ -9,8 +9,8 @@ It completes command and subcommand names, options (after a "-"), the values of 
 take one of a few (--output, --format, --acks, ...), and the names of topics and groups where a
 command takes one (NAMES): those it asks the broker for at each Tab, through the hidden
 `martlet completion --names topics|groups` (the line's --bootstrap, else $MARTLET_BOOTSTRAP, else
-127.0.0.1:9092; nothing when no broker answers within a second). Anything else falls back to
-file names.
+127.0.0.1:9092, logging in as $MARTLET_COMMAND_CONFIG says (not the line's --command-config);
+nothing when no broker answers within a second). Anything else falls back to file names.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 
+from . import client_config
 from .common import BOOTSTRAP_ENV, DEFAULT_BOOTSTRAP, OK, run
 
-CONNECTION = ("--bootstrap", "-b", "--http", "--timeout", "--output", "-o", "--help", "-h")
+CONNECTION = ("--bootstrap", "-b", "--http", "--timeout", "--output", "-o", "--command-config", "--help", "-h")
 
 # tool -> subcommand -> options; a tool without subcommands has the one subcommand "".
 COMMANDS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -51,6 +52,11 @@ COMMANDS: dict[str, dict[str, tuple[str, ...]]] = {
              "--timeout-idle", "--follow", "--progress", "--no-progress"),
     },
     "status": {"": CONNECTION},
+    "user": {
+        "create": (*CONNECTION, "--mechanism", "--iterations", "--password-file", "--password-stdin"),
+        "list": CONNECTION,
+        "delete": (*CONNECTION, "--mechanism"),
+    },
     "completion": {"": ("--help", "-h")},
     "certs": {"create": ("--host", "--days", "--force", "--help", "-h")},
     # The broker's own commands (cli/main.py, compat/, connectors/export.py).
@@ -89,6 +95,7 @@ TOOL_VALUES: dict[tuple[str, str], tuple[str, ...]] = {
     ("export", "--format"): ("parquet",),
     ("export", "--keys"): ("bytes", "utf8", "json"),
     ("export", "--values"): ("bytes", "utf8", "json"),
+    ("user", "--mechanism"): ("SCRAM-SHA-256", "SCRAM-SHA-512"),
 }
 SHELLS = ("bash", "zsh")
 
@@ -202,15 +209,17 @@ def names(args: argparse.Namespace) -> int:
     broker answers within NAMES_TIMEOUT_S (a Tab must not hang)."""
     from confluent_kafka.admin import AdminClient
 
-    client = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "martlet-completion", "log_level": 0,
-                          "socket.connection.setup.timeout.ms": int(NAMES_TIMEOUT_S * 1000)})
     try:
+        path = os.environ.get(client_config.COMMAND_CONFIG_ENV)
+        client = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "martlet-completion", "log_level": 0,
+                              "socket.connection.setup.timeout.ms": int(NAMES_TIMEOUT_S * 1000),
+                              **(client_config.load(path) if path else {})})
         if args.names == "topics":
             found = [t for t in client.list_topics(timeout=NAMES_TIMEOUT_S).topics if not t.startswith("__")]
         else:
             listed = client.list_consumer_groups(request_timeout=NAMES_TIMEOUT_S).result(NAMES_TIMEOUT_S)
             found = [group.group_id for group in listed.valid]
-    except Exception:  # no broker, a timeout, a refusal: nothing to offer, and the shell falls back to files
+    except Exception:  # no broker, a timeout, a refusal, a bad config file: nothing to offer; the shell offers files
         return OK
     print("\n".join(sorted(found)))
     return OK
