@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import asyncio
 import random
 import struct
 from collections.abc import Iterator
+from dataclasses import replace
 
 from martlet.engine.api import TopicPartition
 from martlet.engine.catalog.ranges import initial_ranges, partition_of_slot, slot_of
