@@ -28,6 +28,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from tests.integration.raw_client import RawClient, is_closed
 from tests.support.sasl import MECHANISMS, PASSWORD, Secured, add_user, handshake, scram_login, start_secured
@@ -418,3 +419,106 @@ def test_the_native_sdk_authenticates_over_sasl_ssl(secured: Secured, mechanism:
     with pytest.raises(BrokerError, match="SASL_AUTHENTICATION_FAILED"), \
             Admin(bootstrap, tls=context, sasl=login._replace(password="wrong"), timeout_s=5.0) as refused:
         refused.create_topic(f"{topic}-no", 1)
+
+
+def _refused(address: str, *frames: bytes, then_leave: bool = False) -> None:
+    """Send raw bytes (then end the sending side when `then_leave`); the broker must close the
+    connection (after answering or not)."""
+    import socket
+
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=WAIT_S) as sock:
+        for frame in frames:
+            try:
+                sock.sendall(frame)
+            except OSError:
+                break  # closed already
+        if then_leave:
+            sock.shutdown(socket.SHUT_WR)
+        assert is_closed(sock, WAIT_S)
+
+
+def _framed(payload: bytes) -> bytes:
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def _bad_frames(address: str) -> None:
+    import random
+
+    from martlet.protocol.codec import encode_request
+
+    rng = random.Random(39)
+    handshake_v1 = encode_request(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1, "fuzz")
+    _refused(address, (600_000).to_bytes(4, "big") + b"x" * 1000)  # above 512 KB before authentication
+    _refused(address, (-5).to_bytes(4, "big", signed=True))
+    _refused(address, handshake_v1[:7], then_leave=True)  # cut short, and the peer goes away
+    _refused(address, encode_request(SaslHandshakeRequest(mechanism="GSSAPI"), 1, "fuzz"))
+    for _ in range(40):
+        garbage = rng.randbytes(rng.randrange(0, 300))
+        _refused(address, _framed(garbage))
+        _refused(address, handshake_v1, encode_request(SaslAuthenticateRequest(auth_bytes=garbage), 2, "fuzz"))
+        _refused(address, handshake_v1, _framed(garbage))
+    oauth = encode_request(SaslHandshakeRequest(mechanism="OAUTHBEARER"), 1, "fuzz")
+    _refused(address, oauth, encode_request(SaslAuthenticateRequest(auth_bytes=b"n,,\x01auth=Bearer"), 2, "fuzz"))
+
+
+def _replayed_scram(address: str) -> None:
+    """A SCRAM final message replayed on a new connection (a new server nonce) fails."""
+    from martlet.protocol.scram import ClientExchange
+
+    with RawClient(address) as client:
+        exchange = ClientExchange("SCRAM-SHA-256", "alice", PASSWORD)
+        assert handshake(client, "SCRAM-SHA-256").error_code == 0
+        first = client.request(SaslAuthenticateRequest(auth_bytes=exchange.first()))
+        final_message = exchange.final(first.auth_bytes)
+        assert client.request(SaslAuthenticateRequest(auth_bytes=final_message)).error_code == 0
+    with RawClient(address) as client:
+        assert handshake(client, "SCRAM-SHA-256").error_code == 0
+        assert client.request(SaslAuthenticateRequest(auth_bytes=exchange.first())).error_code == 0
+        assert client.request(SaslAuthenticateRequest(auth_bytes=final_message)).error_code == AUTHENTICATION_FAILED
+
+
+def _bad_tokens(address: str, signer: Any) -> list[str]:
+    """Malformed, unsigned, HMAC-signed and expired JWTs are refused; the tokens sent."""
+    import jwt
+
+    now = int(time.time())
+    tokens = ["", "a.b.c", "x" * 5000, jwt.encode({"sub": "alice", "exp": now + 60}, None, algorithm="none"),
+              jwt.encode({"sub": "alice", "exp": now + 60}, b"k" * 32, algorithm="HS256", headers={"kid": "k1"}),
+              jwt.encode({"sub": "alice", "exp": now - 60}, signer, algorithm="RS256", headers={"kid": "k1"})]
+    for token in tokens:
+        with RawClient(address) as client:
+            assert handshake(client, "OAUTHBEARER").error_code == 0
+            message = f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+            assert client.request(SaslAuthenticateRequest(auth_bytes=message)).error_code == AUTHENTICATION_FAILED
+    return tokens
+
+
+def test_bad_sasl_input_closes_the_connection_and_harms_nothing(tmp_path: Path) -> None:
+    """Point 7: truncated and oversized frames, garbage at every step of the exchange, a
+    mechanism not served, a replayed SCRAM final message, malformed and unsigned JWTs: each
+    connection is refused or closed, the broker goes on serving, and its log holds no secret."""
+    import json
+
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    signer = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [json.loads(RSAAlgorithm.to_jwk(signer.public_key())) | {"kid": "k1"}]}))
+    found = start_secured(tmp_path, 'enabled_mechanisms = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]\n'
+                                    f'oauthbearer_jwks = "{jwks}"')
+    try:
+        add_user(found.local, "alice", PASSWORD)
+        address = found.addresses["SASL_PLAINTEXT"]
+        _bad_frames(address)
+        _replayed_scram(address)
+        tokens = _bad_tokens(address, signer)
+        topic = _topic(found, "after-fuzz")  # the broker is unharmed: a client goes on
+        producer = Producer(found.settings("SASL_PLAINTEXT", "SCRAM-SHA-512"))
+        producer.produce(topic, b"still here")
+        assert producer.flush(WAIT_S) == 0
+        log = found.broker.log_tail(200_000)
+        assert PASSWORD not in log and tokens[-1] not in log and "Traceback" not in log
+    finally:
+        found.broker.kill()
