@@ -29,6 +29,7 @@ from ..gateway import users
 from ..gateway.broker_dynamic import connection_limits, topic_defaults
 from ..gateway.context import Context
 from ..gateway.dispatch import Dispatcher
+from ..gateway.http.login import HttpSecurity
 from ..gateway.http.service import HttpPort, start_http
 from ..gateway.http.state import HttpState
 from ..gateway.listeners import WILDCARD_HOSTS, Listener, Listeners, join_address
@@ -41,7 +42,7 @@ from ..gateway.tls import ServerContexts, client_context
 from ..gateway.udp import UdpListener
 from ..protocol.sasl_client import Login
 from ..protocol.scram import ITERATIONS_MIN, Credential
-from .config import HTTP_DEFAULT, ServeConfig, listeners_of, parse_address, split_hdfs_url
+from .config import HTTP_DEFAULT, ServeConfig, listeners_of, open_http, parse_address, split_hdfs_url
 
 logger = logging.getLogger(__name__)
 LOCK_PATH = "serve.lock"
@@ -145,8 +146,12 @@ class Broker:
         self.http = HttpState(ctx, lambda: memory_use(engine), "", kind, self.server, self.dispatcher.stats,
                               self.store_stats)
         if self.config.http_listen:
+            if warning := open_http(self.config):
+                logger.warning("%s", warning)
             host, port = parse_address(self.config.http_listen)
-            self.http_server = await start_http(self.http, host, port, optional=self.config.http_listen == HTTP_DEFAULT)
+            security = HttpSecurity(self.config.http, self.config.tls, self.config.sasl)  # [http] tls, login
+            self.http_server = await start_http(self.http, host, port, optional=self.config.http_listen == HTTP_DEFAULT,
+                                                security=security)
 
     def _published_http(self, advertised_host: str) -> str | None:
         """The HTTP address other brokers are told: the bound one, except that a wildcard host

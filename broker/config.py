@@ -18,6 +18,7 @@ from typing import Any, TypeGuard
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig, errors
 from ..gateway import connection_limits, tls
 from ..gateway.broker_dynamic import static_limits
+from ..gateway.http.auth import HttpSettings
 from ..gateway.listeners import WILDCARD_HOSTS, Listeners, parse_listeners
 from ..gateway.sasl import SaslSettings
 from ..gateway.settings import GatewaySettings
@@ -50,6 +51,7 @@ class ServeConfig:
     # The HTTP port (API, metrics, console); "" turns it off. Any address but the default must
     # be bound; the default, when taken, only gives a warning (another broker on this machine).
     http_listen: str = HTTP_DEFAULT
+    http: HttpSettings = field(default_factory=HttpSettings)  # [http] tls, login, metrics_open, session_ms
     # The UDP front end (gateway/udp.py): "HOST:PORT", or "" for none (the default).
     udp_listen: str = ""
     udp_rate_per_source: int = UDP_RATE_DEFAULT  # datagrams a second per source address; 0: no limit
@@ -197,12 +199,22 @@ def unauthenticated_udp(config: ServeConfig) -> str | None:
     return None
 
 
+def open_http(config: ServeConfig) -> str | None:
+    """A warning when the listeners know who their clients are but the HTTP port, which can
+    create and delete topics too, asks nobody ([http] login off)."""
+    if config.http_listen and secured(config) and not config.http.login:
+        return (f"the HTTP port {config.http_listen} needs no login while the Kafka listeners use TLS or SASL: "
+                "whoever reaches it may create and delete topics; set [http] login = true (and tls) or --http off")
+    return None
+
+
 def exposed(config: ServeConfig) -> list[str]:
     """The doors that let anyone who reaches them do anything (no TLS, no authentication) and
     listen where other machines reach them: `martlet serve` refuses them unless `insecure`."""
     doors = [f"the Kafka listener {listener}" for listener in listeners_of(config).all
              if not listener.protocol.tls and not listener.protocol.sasl and not _loopback(listener.host)]
-    if config.http_listen and not _loopback(parse_address(config.http_listen)[0]):
+    if config.http_listen and not _loopback(parse_address(config.http_listen)[0]) and not (
+            config.http.tls and config.http.login):  # secured only with both: a login sent in plaintext is no lock
         doors.append(f"the HTTP port {config.http_listen}")
     udp_narrowed = config.udp_topics is not None and secured(config)  # datagrams write only the topics named
     if config.udp_listen and not _loopback(parse_address(config.udp_listen)[0]) and not udp_narrowed:
@@ -257,10 +269,14 @@ def _apply_locations(config: ServeConfig, gateway: dict[str, Any]) -> ServeConfi
     return config
 
 
+HTTP_SECURITY_KEYS = ("tls", "login", "metrics_open", "session_ms")
+
+
 def _apply_http(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
-    unknown = set(section) - {"listen", "allowed_hosts"}
+    unknown = set(section) - {"listen", "allowed_hosts", *HTTP_SECURITY_KEYS}
     if unknown:
         raise ConfigError(f"[http]: unknown key {sorted(unknown)[0]!r}")
+    config = _apply_http_security(config, {key: section[key] for key in HTTP_SECURITY_KEYS if key in section})
     if "allowed_hosts" in section:
         config = with_allowed_hosts(config, section["allowed_hosts"])
     if "listen" not in section:
@@ -269,6 +285,23 @@ def _apply_http(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
     if not isinstance(listen, str):
         raise ConfigError(f"[http] listen: expected str, got {listen!r}")
     return with_http(config, listen)
+
+
+def _apply_http_security(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
+    """[http] tls, login, metrics_open and session_ms; tls needs [tls] certificate and key."""
+    settings = _fill(HttpSettings(), section, "http")
+    try:
+        settings.check()
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if settings.tls and not (config.tls.certificate and config.tls.key):
+        raise ConfigError("[http] tls: HTTPS is served with [tls] certificate and key; set both")
+    if settings.tls:
+        try:
+            tls.check(config.tls)
+        except ValueError as error:
+            raise ConfigError(f"[http] tls: {error}") from None
+    return replace(config, http=settings)
 
 
 def _apply_udp(config: ServeConfig, section: dict[str, object]) -> ServeConfig:

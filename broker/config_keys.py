@@ -11,6 +11,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from ..engine.api import EngineSettings, GroupLimits, TopicConfig
+from ..gateway.http.auth import HttpSettings
 from ..gateway.sasl import SaslSettings
 from ..gateway.settings import GatewaySettings
 from ..gateway.tls import TlsSettings
@@ -63,6 +64,10 @@ ENGINE_NOTES = {
 HTTP_NOTES = {
     "listen": 'JSON API, /metrics, web console ("": none); this default only warns when taken, another address must bind',
     "allowed_hosts": 'names a request\'s Host may give besides the port\'s own (a proxy\'s, a DNS alias); "*": any',
+    "tls": "serve HTTPS with [tls] certificate and key (replaced files serve new connections, as on the listeners)",
+    "login": "the API, /metrics and the console's data need a login: Basic (SASL users), Bearer (OAUTHBEARER), the console's",
+    "metrics_open": "with login: /metrics answers without one (for Prometheus scrapers)",
+    "session_ms": "a console login lasts this long",
 }
 TLS_NOTES = {
     "certificate": "PEM: the broker's certificate chain, its own first (`martlet certs create DIR` makes one to try)",
@@ -132,7 +137,7 @@ def defaults_toml() -> str:
         "data_dir": "./martlet-data", "store": Unset("hdfs://HOST:PORT/PATH"),
         "zookeeper": Unset("127.0.0.1:2181/martlet"), "zookeeper_session_ms": 4000, "insecure": False}
     http_values: dict[str, object] = {"listen": ServeConfig().http_listen,
-                                      "allowed_hosts": list(gateway.http_allowed_hosts)}
+                                      "allowed_hosts": list(gateway.http_allowed_hosts)} | _values(HttpSettings())
     sections = [
         ("gateway", _values(gateway) | gateway_values, GATEWAY_NOTES),
         ("http", http_values, HTTP_NOTES),
@@ -165,6 +170,7 @@ def undocumented() -> list[str]:
     missing = [f"gateway.{name}" for name in _values(GatewaySettings()) if name not in GATEWAY_NOTES]
     for section, settings, notes in (("engine", EngineSettings(), ENGINE_NOTES), ("groups", GroupLimits(), GROUPS_NOTES),
                                      ("tls", TlsSettings(), TLS_NOTES), ("sasl", SaslSettings(), SASL_NOTES),
+                                     ("http", HttpSettings(), HTTP_NOTES),
                                      ("topic_defaults", TopicConfig(), TOPIC_NOTES)):
         missing += [f"{section}.{name}" for name in _values(settings) if name not in notes]
     return missing

@@ -2,6 +2,9 @@
 // Errors come back as JSON {"error": message} with a 4xx/5xx status and become ApiError.
 // Every change (POST, DELETE) says Content-Type: application/json, body or not: the broker refuses
 // changes without it (415), since a page of another origin cannot send it without a preflight.
+// With [http] login the broker answers 401 until the login page has made a session (an HttpOnly
+// cookie the browser keeps); every change then also carries the session's CSRF token in
+// X-Martlet-CSRF (from /api/login or /api/session), and a 401 anywhere brings the login page back.
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -10,10 +13,24 @@ export class ApiError extends Error {
   }
 }
 
-async function request(method, path, {body, signal} = {}) {
+let csrf = null;
+let onUnauthorized = null;
+
+/** The session's CSRF token, sent with every change (null: none, login is off). */
+export function useCsrf(token) {
+  csrf = token || null;
+}
+
+/** `handler` runs when the broker answers 401 (no login, or the session ended). */
+export function whenUnauthorized(handler) {
+  onUnauthorized = handler;
+}
+
+async function request(method, path, {body, signal, quiet = false} = {}) {
   const init = {method, signal, headers: {Accept: "application/json"}};
   if (method !== "GET") {
     init.headers["Content-Type"] = "application/json";
+    if (csrf) init.headers["X-Martlet-CSRF"] = csrf;
   }
   if (body !== undefined) {
     init.body = JSON.stringify(body);
@@ -26,6 +43,7 @@ async function request(method, path, {body, signal} = {}) {
   } catch {
     data = null;
   }
+  if (response.status === 401 && !quiet && onUnauthorized) onUnauthorized(data && data.error);
   if (!response.ok) {
     const message = data && data.error ? data.error : `${response.status} ${response.statusText}`;
     throw new ApiError(response.status, message);
@@ -36,6 +54,9 @@ async function request(method, path, {body, signal} = {}) {
 const enc = encodeURIComponent;
 
 export const api = {
+  session: () => request("GET", "/api/session", {quiet: true}),
+  login: (user, password) => request("POST", "/api/login", {body: {user, password}, quiet: true}),
+  logout: () => request("POST", "/api/logout", {quiet: true}),
   status: (signal) => request("GET", "/api/v1/status", {signal}),
   brokerStatus: (nodeId, signal) => request("GET", `/api/v1/brokers/${enc(nodeId)}/status`, {signal}),
   topics: (signal) => request("GET", "/api/v1/topics", {signal}),

@@ -6,9 +6,11 @@
 //   #/groups/<id>        one group: members, offsets, lag chart
 //   #/messages?topic=T&partition=P[&offset=O|&timestamp=MS|&key=K][&limit=N]
 // Each view mounts into <main> with a ViewContext; leaving the view aborts its fetches and timers.
+// With [http] login, /api/session answers 401 until logged in: login.js shows its page instead.
 
-import {isAbort} from "./api.js";
+import {api, isAbort} from "./api.js";
 import * as groups from "./groups.js";
+import {loginShown, setUpLogin, showLogin, signedIn} from "./login.js";
 import * as messages from "./messages.js";
 import * as overview from "./overview.js";
 import * as topics from "./topics.js";
@@ -40,7 +42,13 @@ function markNav(section) {
   }
 }
 
+function endView() {
+  if (current) current.end();
+  current = null;
+}
+
 async function route() {
+  if (loginShown()) return; // the view asked for comes once logged in
   if (current) current.end();
   const ctx = new ViewContext();
   current = ctx;
@@ -71,5 +79,19 @@ async function route() {
   if (ctx.alive) root.setAttribute("data-ready", "true");
 }
 
-window.addEventListener("hashchange", route);
-route();
+async function start() {
+  setUpLogin(endView, route);
+  window.addEventListener("hashchange", route);
+  try {
+    signedIn(await api.session());
+  } catch (error) {
+    if (error.status === 401) {
+      showLogin();
+      return;
+    }
+    // an older broker without /api/session (404): no login there
+  }
+  route();
+}
+
+start();

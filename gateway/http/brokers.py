@@ -7,16 +7,21 @@ cross-origin answers to allow) and the overview works where the browser reaches 
 broker's port (a tunnel, a proxy), as the brokers reach each other anyway.
 
 The fetch is one HTTP/1.1 GET on asyncio streams, bounded by PEER_TIMEOUT_S as a whole and by
-PEER_BODY_BYTES_MAX; nothing blocks the event loop. The answer is the peer's document as it
-sent it, once it parses as a status of the node asked for. Errors: 404 a node that is not a
-live broker; 502 a broker that publishes no HTTP address, cannot be reached, or answers
-something else; 504 one that does not answer within the bound.
+PEER_BODY_BYTES_MAX; nothing blocks the event loop. With [http] tls it goes over TLS (the peer's
+certificate checked against [tls] ca, else the system's CAs, for the host it published), and
+with [http] login it carries Basic credentials of the brokers' own user ([sasl]
+inter_broker_user and inter_broker_password; without them the peer answers 401, shown as 502).
+The answer is the peer's document as it sent it, once it parses as a status of the node
+asked for. Errors: 404 a node that is not a live broker; 502 a broker that publishes no HTTP
+address, cannot be reached, or answers something else; 504 one that does not answer within the
+bound.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 
 from .parser import HEAD_BYTES_MAX
 from .response import HttpError, Json
@@ -40,7 +45,7 @@ async def peer_status(state: HttpState, node_id: int) -> Json:
         raise HttpError(502, f"broker {node_id} publishes no HTTP address")
     try:
         async with asyncio.timeout(PEER_TIMEOUT_S):
-            doc = await fetch_json(node.http, "/api/v1/status")
+            doc = await fetch_json(node.http, "/api/v1/status", state.peers.tls, state.peers.authorization)
     except TimeoutError:
         raise HttpError(504, f"broker {node_id} at {node.http} did not answer within {PEER_TIMEOUT_S:g} s") from None
     except (OSError, PeerError) as error:
@@ -50,15 +55,16 @@ async def peer_status(state: HttpState, node_id: int) -> Json:
     return doc
 
 
-async def fetch_json(address: str, path: str) -> Json:
-    """GET `path` of the HTTP port at `address` ("host:port"): its JSON object (PeerError else)."""
+async def fetch_json(address: str, path: str, tls: ssl.SSLContext | None = None, authorization: str = "") -> Json:
+    """GET `path` of the HTTP port at `address` ("host:port"), over TLS with `tls`, with an
+    Authorization field if given: its JSON object (PeerError else)."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise PeerError(f"{address!r} is not HOST:PORT")
-    reader, writer = await asyncio.open_connection(host.strip("[]"), int(port), limit=HEAD_BYTES_MAX + len(END))
+    reader, writer = await asyncio.open_connection(host.strip("[]"), int(port), limit=HEAD_BYTES_MAX + len(END),
+                                                   ssl=tls, server_hostname=host.strip("[]") if tls else None)
     try:
-        writer.write(f"GET {path} HTTP/1.1\r\nHost: {_host_field(host, port)}\r\nAccept: application/json\r\n"
-                     "Connection: close\r\n\r\n".encode("latin-1"))
+        writer.write(_request(path, _host_field(host, port), authorization))
         await writer.drain()
         status, length = _read_head(await _head(reader))
         body = await reader.readexactly(length)
@@ -67,6 +73,12 @@ async def fetch_json(address: str, path: str) -> Json:
     finally:
         writer.close()
     return _json_object(status, body)
+
+
+def _request(path: str, host_field: str, authorization: str) -> bytes:
+    credentials = f"Authorization: {authorization}\r\n" if authorization else ""
+    return (f"GET {path} HTTP/1.1\r\nHost: {host_field}\r\nAccept: application/json\r\n{credentials}"
+            "Connection: close\r\n\r\n").encode("latin-1")
 
 
 def _host_field(host: str, port: str) -> str:
@@ -104,7 +116,8 @@ def _json_object(status: int, body: bytes) -> Json:
         raise PeerError(f"answered {status} with a body that is not JSON") from None
     if status != 200:
         message = doc.get("error") if isinstance(doc, dict) else None
-        raise PeerError(f"answered {status}" + (f": {message}" if message else ""))
+        hint = " (brokers log in to each other as [sasl] inter_broker_user)" if status == 401 else ""
+        raise PeerError(f"answered {status}" + (f": {message}" if message else "") + hint)
     if not isinstance(doc, dict):
         raise PeerError("answered something other than a JSON object")
     return doc

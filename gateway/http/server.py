@@ -8,17 +8,28 @@ endpoint's own failure is answered 500 (routes.py). Nothing a client sends ends 
 At most CONNECTIONS_MAX connections are served at once; one more is answered 503 and closed.
 A request guard.py refuses (a Host not naming this port, another origin's page, a change not
 declared JSON) is answered with its status before any endpoint sees it, and logged (at most one
-line each REFUSAL_LOG_S).
+line each REFUSAL_LOG_S). Then the gate (login.py) asks who the request is, when [http] login
+says it must, and answers the login endpoints.
+
+With [http] tls the port speaks only TLS, with the [tls] certificate and key: each handshake
+takes the context ServerContexts.current gives (gateway/tls.py), so a certificate replaced on
+disk serves new connections within a second, as on the Kafka listeners. The server's own
+context only hands each handshake over to that one (its SNI callback, which OpenSSL calls for
+every ClientHello, with or without a server name). A client that does not speak TLS is closed
+at its first bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Callable
 
+from ..tls import ServerContexts, build
 from .guard import Hosts, LogThrottle, refusal
+from .login import Gate
 from .parser import HEAD_BYTES_MAX, BadRequest, Request, body_length, parse_head, request_of
 from .response import Response, error_response
 from .routes import Router
@@ -31,17 +42,22 @@ CONNECTIONS_MAX = 256
 LINGER_S = 2.0  # after an error answer, how long what the client still sends is read and dropped
 LINGER_BYTES = 1 << 20
 REFUSAL_LOG_S = 10.0  # a page refused in a loop gives one log line this often
+HANDSHAKE_S = 10.0  # a TLS handshake not done by then closes the connection
 
 
 class HttpServer:
     """`hosts` gives the names a request's Host may give (read for every request: the advertised
-    name comes later); without it, those of the address `start` binds."""
+    name comes later); without it, those of the address `start` binds. `gate` decides who may
+    go on to the routes (none: everyone); `tls` makes the port HTTPS."""
 
     def __init__(self, router: Router, connections_max: int = CONNECTIONS_MAX,
-                 hosts: Callable[[], Hosts] | None = None) -> None:
+                 hosts: Callable[[], Hosts] | None = None, gate: Gate | None = None,
+                 tls: ServerContexts | None = None) -> None:
         self.router = router
         self.connections_max = connections_max
         self.hosts = hosts
+        self.gate = gate
+        self.tls = tls
         self._refusals = LogThrottle(REFUSAL_LOG_S)
         self.connections = 0  # open now
         self.accepted = 0  # since start
@@ -50,7 +66,9 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         """Bind and serve; OSError if the address cannot be bound."""
-        self._server = await asyncio.start_server(self._accept, host, port, limit=HEAD_BYTES_MAX + len(END))
+        self._server = await asyncio.start_server(self._accept, host, port, limit=HEAD_BYTES_MAX + len(END),
+                                                  ssl=None if self.tls is None else _handing_over(self.tls),
+                                                  ssl_handshake_timeout=None if self.tls is None else HANDSHAKE_S)
         bound = self._server.sockets[0].getsockname()
         if self.hosts is None:
             own = Hosts.of(host, [bound[0]])
@@ -110,7 +128,12 @@ class HttpServer:
             return False
         except (asyncio.IncompleteReadError, TimeoutError):
             return False
-        response = self._refused(request, writer.get_extra_info("peername")) or await self.router.handle(request)
+        peer = writer.get_extra_info("peername")
+        response = self._refused(request, peer)
+        if response is None and self.gate is not None:
+            response = await self.gate.admit(request, _address(peer))
+        if response is None:
+            response = await self.router.handle(request)
         await _answer(writer, response, head.keep_alive, head_only=request.method == "HEAD")
         return head.keep_alive
 
@@ -125,6 +148,25 @@ class HttpServer:
             logger.warning("refused HTTP %s %r from %s: %d %s%s", request.method, request.path[:200], peer, *refused,
                            f" ({held} more refused since the last such line)" if held else "")
         return error_response(*refused)
+
+
+def _handing_over(contexts: ServerContexts) -> ssl.SSLContext:
+    """A server context that hands each handshake to the context current now (see above)."""
+    front = build(contexts.settings)
+
+    def current(connection: ssl.SSLObject, _server_name: str | None, _context: ssl.SSLContext) -> None:
+        connection.context = contexts.current()
+
+    front.sni_callback = current
+    return front
+
+
+def _address(peer: object) -> str:
+    """"host:port" of a peername (IPv4 or IPv6 tuple), for log lines."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer)
 
 
 async def _answer(writer: asyncio.StreamWriter, response: Response, keep_alive: bool, head_only: bool = False) -> None:

@@ -1,15 +1,23 @@
-"""The HTTP port put together: its routes, and binding it as the config says."""
+"""The HTTP port put together: its routes, its security (TLS, logins) and binding it as the
+config says."""
 
 from __future__ import annotations
 
+import base64
 import logging
 import socket
+import time
 
+from ...protocol.scram import Credential
+from .. import users
+from ..tls import ServerContexts, client_context
 from . import api, groups, messages, metrics, static
+from .auth import Sessions
 from .guard import Hosts
+from .login import Gate, HttpSecurity
 from .routes import Router
 from .server import HttpServer
-from .state import HttpState
+from .state import HttpState, PeerAccess
 
 logger = logging.getLogger(__name__)
 
@@ -57,12 +65,40 @@ class HttpPort:
         await self.server.stop()
 
 
-async def start_http(state: HttpState, host: str, port: int, *, optional: bool) -> HttpPort | None:
+def gate_for(state: HttpState, security: HttpSecurity) -> Gate:
+    """Logins checked against the broker's user store and [sasl]'s OAUTHBEARER settings."""
+
+    def lookup(user: str, mechanism: str) -> Credential | None:
+        return users.credential(state.ctx.topics.dynamic, user, mechanism)
+
+    def port() -> int | None:
+        bound = (state.http or "").rpartition(":")[2]
+        return int(bound) if bound.isdigit() else None
+
+    settings = security.http
+    sessions = Sessions(settings.session_ms, lambda: int(time.time() * 1000))
+    return Gate(settings, lookup, security.sasl.tokens() if settings.login else None,
+                security.sasl.failed_authentication_delay_ms, sessions, settings.tls, port)
+
+
+def peer_access(security: HttpSecurity) -> PeerAccess:
+    """How this broker reads other brokers' ports: as its own is served (state.PeerAccess)."""
+    sasl = security.sasl
+    basic = base64.b64encode(f"{sasl.inter_broker_user}:{sasl.inter_broker_password}".encode()).decode()
+    return PeerAccess(client_context(security.tls) if security.http.tls else None,
+                      f"Basic {basic}" if security.http.login and sasl.inter_broker_user else "")
+
+
+async def start_http(state: HttpState, host: str, port: int, *, optional: bool,
+                     security: HttpSecurity | None = None) -> HttpPort | None:
     """Serve the HTTP port at host:port. When it cannot be bound: None with a warning if it is
     `optional` (the default address, which another broker on this machine may have), else
     OSError with the reason."""
+    security = security or HttpSecurity()
     history = groups.LagHistory(state)
-    server = HttpServer(router_for(state, history), hosts=OwnHosts(state, host))
+    state.peers = peer_access(security)
+    server = HttpServer(router_for(state, history), hosts=OwnHosts(state, host), gate=gate_for(state, security),
+                        tls=ServerContexts(security.tls) if security.http.tls else None)
     try:
         bound = await server.start(host, port)
     except OSError as error:
@@ -72,6 +108,10 @@ async def start_http(state: HttpState, host: str, port: int, *, optional: bool) 
                        host, port, error.strerror or error)
         return None
     state.http = f"{bound[0]}:{bound[1]}"
+    if security.http.tls or security.http.login:
+        logger.info("HTTP port %s: %s, %s", state.http, "TLS" if security.http.tls else "plaintext",
+                    "no login" if not security.http.login else
+                    "login required" + (" (but for /metrics)" if security.http.metrics_open else ""))
     state.http_connections = lambda: (server.connections, server.accepted)
     history.start()
     return HttpPort(server, history)

@@ -3,6 +3,7 @@ use, and a few facts of the process. Everything is read on the event loop, where
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,16 @@ def martlet_version() -> str:
         return "unknown"
 
 
+@dataclass(frozen=True, slots=True)
+class PeerAccess:
+    """How this broker reads other brokers' HTTP ports (brokers.py): with TLS when its own port
+    has it ([http] tls: the cluster's brokers share a config), and with the Authorization field
+    of the brokers' own user ([sasl] inter_broker_user) when its port needs a login."""
+
+    tls: ssl.SSLContext | None = None
+    authorization: str = ""  # "Basic ..." or ""
+
+
 @dataclass(slots=True)
 class HttpState:
     ctx: Context
@@ -36,3 +47,4 @@ class HttpState:
     started_s: float = field(default_factory=time.monotonic)
     version: str = field(default_factory=martlet_version)
     udp: UdpCounters | None = None  # the datagram front end's counters, when it listens
+    peers: PeerAccess = field(default_factory=PeerAccess)  # how other brokers' HTTP ports are read
