@@ -161,7 +161,7 @@ def _apply_tls(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
 
 
 def _apply_sasl(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
-    """[sasl], checked; a SASL inter-broker listener needs the brokers' own user and password."""
+    """[sasl], checked (the brokers' own login: `missing_inter_broker_login`, once flags are in)."""
     if "enabled_mechanisms" in section:
         mechanisms = section["enabled_mechanisms"]
         if not _strings(mechanisms):
@@ -177,12 +177,20 @@ def _apply_sasl(config: ServeConfig, section: dict[str, object]) -> ServeConfig:
         settings.check()
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    listeners = listeners_of(config)
-    if listeners.named(listeners.inter_broker).protocol.sasl and not (settings.inter_broker_user
-                                                                      and settings.inter_broker_password):
-        raise ConfigError(f"[sasl] inter_broker_user and inter_broker_password: the inter-broker listener "
-                          f"{listeners.inter_broker} uses SASL, so brokers need credentials of their own")
     return replace(config, sasl=settings)
+
+
+def missing_inter_broker_login(config: ServeConfig) -> str | None:
+    """Why brokers of this cluster could not call each other: a SASL inter-broker listener
+    without [sasl] inter_broker_user and inter_broker_password. A single broker (no
+    ZooKeeper) calls no other, so it needs none."""
+    listeners = listeners_of(config)
+    sasl = config.sasl
+    if (config.zookeeper is not None and listeners.named(listeners.inter_broker).protocol.sasl
+            and not (sasl.inter_broker_user and sasl.inter_broker_password)):
+        return (f"[sasl] inter_broker_user and inter_broker_password: the inter-broker listener "
+                f"{listeners.inter_broker} uses SASL, so the brokers of a cluster need a user of their own")
+    return None
 
 
 def secured(config: ServeConfig) -> bool:

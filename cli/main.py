@@ -150,9 +150,9 @@ def _serve_config(args: argparse.Namespace) -> ServeConfig:
 
 
 def _refuse_exposed(config: ServeConfig) -> None:
-    from ..broker.config import ConfigError, exposed, unauthenticated_udp
+    from ..broker.config import ConfigError, exposed, missing_inter_broker_login, unauthenticated_udp
 
-    why = unauthenticated_udp(config)
+    why = unauthenticated_udp(config) or missing_inter_broker_login(config)
     if why is not None:
         raise ConfigError(why)
     doors = " and ".join(exposed(config))

@@ -81,8 +81,6 @@ def test_listener_settings_kafka_or_martlet_refuse_get_a_clear_error(gateway: di
     ({"sasl": {"inter_broker_mechanism": "PLAIN"}}, "inter_broker_mechanism: PLAIN is not SCRAM-SHA-256"),
     ({"sasl": {"failed_authentication_delay_ms": -1}}, "expected >= 0"),
     ({"sasl": {"password": "x"}}, "password"),
-    ({"gateway": {"listeners": ["SASL_PLAINTEXT://127.0.0.1:1"]}},
-     "the inter-broker listener SASL_PLAINTEXT uses SASL, so brokers need credentials of their own"),
 ])
 def test_sasl_settings_that_cannot_work_get_a_clear_error(doc: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -100,6 +98,18 @@ def test_the_udp_front_end_needs_its_topics_named_when_listeners_authenticate() 
     assert unauthenticated_udp(from_document({"udp": {"listen": "127.0.0.1:9"}})) is None  # no security: as before
     with pytest.raises(ConfigError, match="topics: expected a list"):
         from_document({"udp": {"topics": []}})
+
+
+def test_a_cluster_on_a_sasl_inter_broker_listener_needs_the_brokers_own_login() -> None:
+    from martlet.broker.config import missing_inter_broker_login
+
+    sasl = {"gateway": {"listeners": ["SASL_PLAINTEXT://127.0.0.1:1"]}}
+    assert missing_inter_broker_login(from_document(sasl)) is None  # one broker calls no other
+    clustered = from_document({"gateway": {**sasl["gateway"], "zookeeper": "127.0.0.1:2181"}})
+    assert "the brokers of a cluster need a user of their own" in (missing_inter_broker_login(clustered) or "")
+    own = {"inter_broker_user": "broker", "inter_broker_password": "s"}
+    with_own = from_document({"gateway": {**sasl["gateway"], "zookeeper": "127.0.0.1:2181"}, "sasl": own})
+    assert missing_inter_broker_login(with_own) is None
 
 
 def test_sasl_settings_are_read() -> None:
