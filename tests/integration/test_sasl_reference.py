@@ -416,6 +416,52 @@ def test_confluent_kafka_meets_the_same_sasl(sides: dict[str, Listeners], mechan
         assert isinstance(theirs, tuple) and theirs[0] == KafkaError._AUTHENTICATION, theirs
 
 
+def _python_clients(address: str, mechanism: str, password: str) -> dict[str, str]:
+    """What kafka-python and aiokafka make of sending one message as alice: "delivered" or the
+    name of the error each raises."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from kafka import KafkaProducer
+
+    common: dict[str, Any] = {"bootstrap_servers": address, "security_protocol": "SASL_PLAINTEXT",
+                              "sasl_mechanism": mechanism, "sasl_plain_username": "alice",
+                              "sasl_plain_password": password}
+    outcomes: dict[str, str] = {}
+    try:
+        # the versions given, so that a refused login ends after max_block_ms instead of a 30 s version probe
+        producer = KafkaProducer(**common, api_version=(3, 0), max_block_ms=2000)
+        producer.send(TOPIC, b"kafka-python").get(WAIT_S)
+        producer.close()
+        outcomes["kafka-python"] = "delivered"
+    except Exception as error:  # noqa: BLE001 - the error each broker makes the client raise is compared
+        outcomes["kafka-python"] = type(error).__name__
+
+    async def aiokafka_send() -> str:
+        producer = AIOKafkaProducer(**common)
+        try:
+            await producer.start()
+            await producer.send_and_wait(TOPIC, b"aiokafka")
+            return "delivered"
+        except Exception as error:  # noqa: BLE001 - compared as above
+            return type(error).__name__
+        finally:
+            await producer.stop()
+
+    outcomes["aiokafka"] = asyncio.run(asyncio.wait_for(aiokafka_send(), WAIT_S))
+    return outcomes
+
+
+@pytest.mark.parametrize("password", [PASSWORD, "wrong"])
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kafka_python_and_aiokafka_meet_the_same_sasl(sides: dict[str, Listeners], mechanism: str,
+                                                      password: str) -> None:
+    ours, theirs = (_python_clients(listeners.sasl, mechanism, password) for listeners in sides.values())
+    assert ours == theirs
+    if password == PASSWORD:
+        assert set(theirs.values()) == {"delivered"}
+
+
 # -- the differences
 
 
