@@ -10,6 +10,9 @@
   steady producer, the timing and the exactly-once read-back).
 - `udp.py` is `martlet bench --udp`: UDP datagrams a second one sender gets accepted and
   persisted by Martlet's datagram front end (gateway/udp.py).
+- `secured.py` is `martlet bench --secured`: 1 KB produce and consume over SASL_SSL (SCRAM-SHA-512)
+  on Martlet and on Kafka configured the same way, beside the plaintext listener of the same
+  brokers: the ratio of the two secured endpoints and what SASL_SSL costs each system.
 - `native.py` is `martlet bench --native`: the native SDK's AsyncProducer beside confluent-kafka
   acks=all on one Martlet: throughput, and acknowledgement latency at 1,000 records/s.
 """

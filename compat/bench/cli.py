@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .cluster import CLUSTER_WORKLOADS, QUICK_CLUSTER, ClusterPlan, ClusterScale, cluster_json, cluster_report, run_cluster
 from .runner import Plan, check, errors, kafka_broker, martlet_broker, report, run, to_json
+from .secured import SECURED_WORKLOADS, run_secured, secured_json, secured_report
 from .workloads import NEEDS, QUICK, WORKLOADS, Endpoint, Scale
 
 
@@ -53,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--native", action="store_true",
                         help="the native SDK's AsyncProducer beside confluent-kafka acks=all on one Martlet: throughput "
                              "(1 KB and 100 B) and acknowledgement latency at 1,000 records/s (--produce-mb; --rounds)")
+    parser.add_argument("--secured", action="store_true",
+                        help="1 KB produce and consume over SASL_SSL (SCRAM-SHA-512) on Martlet and on Kafka configured "
+                             "the same way, beside each one's plaintext listener on the same broker: the ratio "
+                             "martlet-sasl-ssl/kafka-sasl-ssl and the cost of SASL_SSL per system (see compat/bench/secured.py)")
     parser.add_argument("--json", metavar="FILE", help="write medians and raw rows here")
     parser.add_argument("--check", metavar="FILE",
                         help="recorded ratios (JSON: \"workload metric\" -> ratio); exit 1 if one "
@@ -62,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
-    known = list(CLUSTER_WORKLOADS if options.cluster else WORKLOADS)
+    known = list(CLUSTER_WORKLOADS if options.cluster else SECURED_WORKLOADS if options.secured else WORKLOADS)
     names = [n for n in (options.workloads or ",".join(known)).split(",") if n]
     unknown = [n for n in names if n not in known]
     refused = _refused(options) or _out_of_order(names)
@@ -90,9 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = _run(plan, options)
     finally:
         plan.progress("")
-    print(report(rows))
+    print(secured_report(rows) if options.secured else report(rows))
     if options.json:
-        Path(options.json).write_text(to_json(rows))
+        Path(options.json).write_text(secured_json(rows) if options.secured else to_json(rows))
     if options.check:
         failures = check(rows, json.loads(Path(options.check).read_text()))
         for failure in failures:
@@ -118,6 +123,10 @@ def _refused(options: argparse.Namespace) -> str | None:
         return "--kills takes a positive count, with --cluster"
     if options.datagrams is not None and (not options.udp or options.datagrams < 1):
         return "--datagrams takes a positive count, with --udp"
+    apart = [flag for flag in ("bootstrap", "check", "hdfs", "martlet_config", "cluster", "udp", "spark", "native")
+             if getattr(options, flag)]
+    if options.secured and apart:
+        return f"--secured starts its own brokers with SASL_SSL listeners; it does not take --{apart[0].replace('_', '-')}"
     elsewhere = [flag for flag in ("bootstrap", "check", "hdfs", "cluster", "udp", "spark") if getattr(options, flag)]
     if options.native and elsewhere:
         return f"--native starts its own broker and reports its own figures; it does not take --{elsewhere[0]}"
@@ -163,6 +172,8 @@ def _main_cluster(options: argparse.Namespace, names: list[str]) -> int:
 def _run(plan: Plan, options: argparse.Namespace) -> list[dict[str, object]]:
     if options.bootstrap:
         return run(plan, [Endpoint("endpoint", options.bootstrap, options.pid)])
+    if options.secured:
+        return run_secured(plan)
     config = Path(options.martlet_config).read_text() if options.martlet_config else ""
     with contextlib.ExitStack() as stack:
         endpoints: list[Endpoint] = []

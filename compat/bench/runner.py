@@ -1,14 +1,16 @@
 """Rounds, medians and the report of `martlet bench`.
 
 The brokers (Martlet and Kafka; with --hdfs also a Martlet on HDFS) are started once, fresh,
-and stay up for the whole run; each round runs every workload against each of them in turn
-(A, B, A, B ... or A, B, C, A, B, C ...), so a slow minute on the machine lands on all.
-Topics are new per round; the 10,000-partition workload runs its rounds after all the others
-and deletes its topics at once; the rest are deleted at the end. Between turns every broker
-must be idle (settle()).
+and stay up for the whole run; each round runs every workload against each endpoint in turn
+(A, B, A, B ... or A, B, C, A, B, C ...), so a slow minute on the machine lands on all. With
+--secured each broker is two endpoints, its plaintext and its SASL_SSL listener.
+Topics are new per round and named by endpoint; the 10,000-partition workload runs its rounds
+after all the others and deletes its topics at once; the rest are deleted at the end. Between
+turns every broker must be idle (settle()).
 The report gives each metric's median over the rounds and, for every other endpoint, its
-ratio to Kafka ("martlet/kafka", "martlet-hdfs/kafka"), and the raw per-round rows beneath;
-`--json` writes all of it. The regression check (`ratios()`) compares Martlet on local disk.
+ratio to Kafka ("martlet/kafka", "martlet-hdfs/kafka"; a caller may name other pairs, as
+`--secured` does), and the raw per-round rows beneath; `--json` writes all of it. The
+regression check (`ratios()`) compares Martlet on local disk.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ MARTLET_CMD = [sys.executable, "-m", "martlet.cli"]
 KAFKA_HEAP = "1g"  # kafka-server-start.sh's default
 REFERENCE = "kafka"  # the endpoint every ratio divides by
 Rows = list[dict[str, Any]]  # one per (round, endpoint, workload): name, metrics
+Pair = tuple[str, str]  # (endpoint, the endpoint its medians are divided by)
 
 
 @dataclass(slots=True)
@@ -53,30 +56,57 @@ class Plan:
     progress: Callable[[str], None] = field(default=lambda line: None)
 
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A `martlet serve` started here: its pid, the address its first line names, and with
+    several listeners in its config {name: "host:port"} as bound."""
+
+    pid: int
+    address: str
+    listeners: dict[str, str]
+
+
 @contextlib.contextmanager
 def martlet_broker(store: str | None = None, config: str = "", name: str = "martlet") -> Iterator[Endpoint]:
     """A fresh `martlet serve` on a free loopback port and a temporary data dir (its store
     given by URL, else that dir on local disk)."""
+    with martlet_serve(config, name, store) as served:
+        yield Endpoint(name, served.address, served.pid)
+
+
+@contextlib.contextmanager
+def martlet_serve(config: str, name: str, store: str | None = None, listeners: int = 0) -> Iterator[Served]:
+    """A fresh `martlet serve` in a temporary data dir. With `listeners` 0 it listens on a free
+    loopback port; else the config names that many listeners (on port 0) and their bound
+    addresses are read from the lines the broker prints after its first."""
     with tempfile.TemporaryDirectory(prefix="martlet-bench-") as folder:
         config_file = Path(folder) / "martlet.toml"
         config_file.write_text(config)
         log = Path(folder) / "martlet.log"
-        args = [*MARTLET_CMD, "serve", "--listen", "127.0.0.1:0", "--http", "off", "--log-format", "json",
-                "--data-dir", f"{folder}/data", "--config", str(config_file),
+        args = [*MARTLET_CMD, "serve", *([] if listeners else ["--listen", "127.0.0.1:0"]), "--http", "off",
+                "--log-format", "json", "--data-dir", f"{folder}/data", "--config", str(config_file),
                 *(["--store", store] if store else [])]
         with log.open("wb") as log_file, subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log_file) as proc:
             try:
                 assert proc.stdout is not None
-                line = proc.stdout.readline().decode().strip()
-                if not line.startswith("martlet listening on "):
-                    raise RuntimeError(f"martlet did not start: {line!r}; its log ends:\n{_tail(log)}")
-                yield Endpoint(name, line.rsplit(" ", 1)[-1], proc.pid)
+                lines = [proc.stdout.readline().decode().strip() for _ in range(1 + listeners)]
+                if not lines[0].startswith("martlet listening on "):
+                    raise RuntimeError(f"martlet did not start: {lines[0]!r}; its log ends:\n{_tail(log)}")
+                yield Served(proc.pid, lines[0].rsplit(" ", 1)[-1], bound_listeners(lines[1:]))
             finally:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=START_TIMEOUT_S)
                 said = logged_trouble(log)
                 if said:
                     print(f"martlet bench: {name} logged {said}", file=sys.stderr)
+
+
+def bound_listeners(lines: Sequence[str]) -> dict[str, str]:
+    """{name: "host:port"} from the "martlet listener NAME on HOST:PORT" lines of `martlet serve`."""
+    words = [line.split(" ") for line in lines]
+    if any(len(w) != 5 or w[:2] != ["martlet", "listener"] for w in words):
+        raise RuntimeError(f"martlet did not name its listeners: {list(lines)!r}")
+    return {w[2]: w[4] for w in words}
 
 
 def logged_trouble(log: Path, shown: int = 3) -> str:
@@ -127,9 +157,9 @@ def run(plan: Plan, endpoints: Sequence[Endpoint]) -> Rows:
             for endpoint in endpoints:
                 ctx = Context(endpoint, plan.scale, round_no)
                 for name in names:
-                    plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<12} {name}")
+                    plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<16} {name}")
                     rows.append(_measure(ctx, name))
-                plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<12} settling")
+                plan.progress(f"round {round_no}/{plan.rounds}  {endpoint.name:<16} settling")
                 settle(endpoints)
     for endpoint in endpoints:
         try:
@@ -156,14 +186,14 @@ def settle(endpoints: Sequence[Endpoint]) -> None:
     10,000 partitions, so that work is not billed to the other system."""
     os.sync()
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    for endpoint in endpoints:
-        if endpoint.pid is None:
+    for pid in dict.fromkeys(endpoint.pid for endpoint in endpoints):  # two listeners of one broker: one wait
+        if pid is None:
             continue
         quiet = 0
         while quiet < QUIET_WINDOWS and time.monotonic() < deadline:
-            before = cpu_seconds(endpoint.pid)
+            before = cpu_seconds(pid)
             time.sleep(SETTLE_WINDOW_S)  # measuring a rate over a window, not waiting for an event
-            quiet = quiet + 1 if cpu_seconds(endpoint.pid) - before < QUIET_CORES * SETTLE_WINDOW_S else 0
+            quiet = quiet + 1 if cpu_seconds(pid) - before < QUIET_CORES * SETTLE_WINDOW_S else 0
 
 
 def medians(rows: Rows) -> dict[tuple[str, str], dict[str, float]]:
@@ -175,38 +205,52 @@ def medians(rows: Rows) -> dict[tuple[str, str], dict[str, float]]:
     return {key: {ep: statistics.median(vs) for ep, vs in by_ep.items()} for key, by_ep in values.items()}
 
 
-def ratios(rows: Rows, endpoint: str = "martlet") -> dict[tuple[str, str], float]:
-    """(workload, metric) -> the endpoint's median / Kafka's median (Martlet on local disk
-    unless named otherwise)."""
-    return {key: m[endpoint] / m[REFERENCE] for key, m in medians(rows).items()
-            if endpoint in m and m.get(REFERENCE)}
+def ratios(rows: Rows, endpoint: str = "martlet", reference: str = REFERENCE) -> dict[tuple[str, str], float]:
+    """(workload, metric) -> the endpoint's median / the reference's median (Martlet on local
+    disk over Kafka unless named otherwise)."""
+    return {key: m[endpoint] / m[reference] for key, m in medians(rows).items()
+            if endpoint in m and m.get(reference)}
 
 
-def compared(rows: Rows) -> list[str]:
-    """The endpoints that get a ratio to Kafka, in run order; none without Kafka."""
+def compared(rows: Rows) -> list[Pair]:
+    """(endpoint, Kafka) for every other endpoint, in run order; none without Kafka."""
     endpoints = list(dict.fromkeys(row["endpoint"] for row in rows))
-    return [ep for ep in endpoints if ep != REFERENCE] if REFERENCE in endpoints else []
+    return [(ep, REFERENCE) for ep in endpoints if ep != REFERENCE] if REFERENCE in endpoints else []
 
 
-def report(rows: Rows) -> str:
+def report(rows: Rows, pairs: Sequence[Pair] | None = None) -> str:
+    """Medians per endpoint, a ratio column per pair (every endpoint over Kafka unless given),
+    then the raw rows."""
+    return "\n".join([*median_table(rows, compared(rows) if pairs is None else pairs), "", *raw_rows(rows)])
+
+
+def median_table(rows: Rows, pairs: Sequence[Pair]) -> list[str]:
     endpoints = list(dict.fromkeys(row["endpoint"] for row in rows))
-    others = compared(rows)
-    by_other = {ep: ratios(rows, ep) for ep in others}
-    heads = [f"{ep}/{REFERENCE}" for ep in others]
-    head = f"{'workload':<24}{'metric':<14}" + "".join(f"{ep:>14}" for ep in endpoints)
+    by_pair = {pair: ratios(rows, *pair) for pair in pairs}
+    wide = [max(14, len(ep) + 2) for ep in endpoints]
+    heads = [f"{ep}/{reference}" for ep, reference in pairs]
+    high = [max(20, len(h) + 2) for h in heads]
+    head = f"{'workload':<24}{'metric':<14}" + "".join(f"{ep:>{w}}" for ep, w in zip(endpoints, wide, strict=True))
     lines = [f"medians over {max((row['round'] for row in rows), default=0)} round(s)",
-             head + "".join(f"{h:>20}" for h in heads) + ("  better" if others else "")]
+             head + "".join(f"{h:>{w}}" for h, w in zip(heads, high, strict=True)) + ("  better" if pairs else "")]
     for (workload, metric), by_ep in medians(rows).items():
-        line = f"{workload:<24}{metric:<14}" + "".join(f"{by_ep.get(ep, float('nan')):>14.2f}" for ep in endpoints)
-        if others and by_ep.get(REFERENCE):
-            line += "".join(f"{by_other[ep].get((workload, metric), float('nan')):>20.2f}" for ep in others)
+        line = f"{workload:<24}{metric:<14}" + "".join(
+            f"{by_ep.get(ep, float('nan')):>{w}.2f}" for ep, w in zip(endpoints, wide, strict=True))
+        if pairs and any(by_ep.get(reference) for _, reference in pairs):
+            line += "".join(f"{by_pair[pair].get((workload, metric), float('nan')):>{w}.2f}"
+                            for pair, w in zip(pairs, high, strict=True))
             line += f"  {'higher' if METRICS[metric].higher_is_better else 'lower'}"
         lines.append(line)
-    lines += ["", "raw rows", f"{'round':<6}{'endpoint':<14}{'workload':<24}metrics"]
+    return lines
+
+
+def raw_rows(rows: Rows) -> list[str]:
+    named = max([14, *(len(row["endpoint"]) + 2 for row in rows)])
+    lines = ["raw rows", f"{'round':<6}{'endpoint':<{named}}{'workload':<24}metrics"]
     for row in rows:
         shown = row.get("error") or ", ".join(f"{k} {v:.2f}" for k, v in row["metrics"].items())
-        lines.append(f"{row['round']:<6}{row['endpoint']:<14}{row['workload']:<24}{shown}")
-    return "\n".join(lines)
+        lines.append(f"{row['round']:<6}{row['endpoint']:<{named}}{row['workload']:<24}{shown}")
+    return lines
 
 
 def errors(rows: Rows) -> list[str]:
@@ -230,10 +274,10 @@ def check(rows: Rows, baseline: dict[str, float]) -> list[str]:
     return failures
 
 
-def to_json(rows: Rows) -> str:
-    by_other = {ep: ratios(rows, ep) for ep in compared(rows)}
+def to_json(rows: Rows, pairs: Sequence[Pair] | None = None) -> str:
+    """Medians with a ratio per pair (every endpoint over Kafka unless given), and the raw rows."""
+    by_pair = {pair: ratios(rows, *pair) for pair in (compared(rows) if pairs is None else pairs)}
     table = [{"workload": w, "metric": m, "medians": by_ep,
-              "ratios": {f"{ep}/{REFERENCE}": got[(w, m)] for ep, got in by_other.items() if (w, m) in got}}
+              "ratios": {f"{ep}/{reference}": got[(w, m)] for (ep, reference), got in by_pair.items() if (w, m) in got}}
              for (w, m), by_ep in medians(rows).items()]
     return json.dumps({"medians": table, "rows": rows}, indent=2)
-

@@ -67,6 +67,16 @@ class Endpoint:
     bootstrap: str
     pid: int | None  # the broker process, for CPU and RSS; None for an outside endpoint
     store_pid: int | None = None  # the process serving its store (the reference HDFS), for CPU
+    # A secured listener (`bench --secured`): the librdkafka settings each load client adds
+    # (security.protocol, sasl.*, ssl.ca.location), and the same broker's plaintext listener,
+    # where the bench makes, watches and deletes its topics unmeasured.
+    client: dict[str, str] = field(default_factory=dict)
+    admin_bootstrap: str | None = None
+
+    @property
+    def admin(self) -> str:
+        """Where topics are made and deleted: the plaintext listener of a secured endpoint's broker."""
+        return self.admin_bootstrap or self.bootstrap
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +109,8 @@ class Context:
     produced: dict[str, int] = field(default_factory=dict)  # topic -> records, for consume
 
     def topic(self, workload: str) -> str:
-        return f"bench-{workload}-r{self.round}"
+        """Named by endpoint too: two endpoints may be two listeners of one broker."""
+        return f"bench-{self.endpoint.name}-{workload}-r{self.round}"
 
 
 def run_load(spec: dict[str, Any], timeout_s: float = LOAD_TIMEOUT_S, module: str = LOAD_MODULE) -> dict[str, Any]:
@@ -205,11 +216,11 @@ def _produce(name: str, acks: str, idempotent: bool, partitions: int = 1, codec:
     offsets 0 to 20,355 where 6,250 is even); 0 turns stickiness off."""
     def run(ctx: Context) -> dict[str, float]:
         topic = ctx.topic(name)
-        create_topic(ctx.endpoint.bootstrap, topic, partitions, topic_configs)
+        create_topic(ctx.endpoint.admin, topic, partitions, topic_configs)
         records = ctx.scale.produce_bytes // 1000
         spec = {"role": "produce", "bootstrap": ctx.endpoint.bootstrap, "topic": topic,
                 "records": records, "record_bytes": 1000, "distinct": distinct,
-                "config": _producer(acks, idempotent, codec)}
+                "config": _producer(acks, idempotent, codec) | ctx.endpoint.client}
         with _probe(ctx) as probe:
             result = run_load(spec)
         if result["failed"]:
@@ -332,9 +343,9 @@ def consume(ctx: Context) -> dict[str, float]:
     source = NEEDS["consume-1k"]
     if source not in ctx.produced:
         raise RuntimeError(f"consume needs {source} to run first in the round")
-    _wait_readable(ctx.endpoint.bootstrap, ctx.topic(source), ctx.produced[source])
+    _wait_readable(ctx.endpoint.admin, ctx.topic(source), ctx.produced[source])
     spec = {"role": "consume", "bootstrap": ctx.endpoint.bootstrap, "topic": ctx.topic(source),
-            "records": ctx.produced[source], "config": CONSUMER}
+            "records": ctx.produced[source], "config": CONSUMER | ctx.endpoint.client}
     with _probe(ctx) as probe:
         result = run_load(spec)
     return _throughput(result, probe)
@@ -511,4 +522,4 @@ NEEDS = {"consume-1k": "produce-1k-acks1"}  # reads what that one wrote earlier 
 
 def cleanup(ctx: Context) -> None:
     """Drops every topic the bench made."""
-    delete_topics(ctx.endpoint.bootstrap, "bench-")
+    delete_topics(ctx.endpoint.admin, "bench-")
