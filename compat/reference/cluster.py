@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,10 +194,14 @@ class ClusterOptions:
     ``martlet_command``: the command line before ``admin``/``serve`` (see
     ``default_martlet_command``). ``serve_args``/``admin_args``: appended to every broker's or
     admin's command line (for example ``--config FILE`` or ``--session-ms 2000``).
+    ``broker_config``: given a broker's port, the config file it starts with (its own: its
+    listeners name that port first, so the cluster's bootstrap finds it), instead of
+    ``--listen`` on that port.
     """
 
     martlet_command: tuple[str, ...] = field(default_factory=default_martlet_command)
     serve_args: tuple[str, ...] = ()
+    broker_config: Callable[[int], str] | None = None
     admin_args: tuple[str, ...] = ()
     start_timeout_s: float = 60.0
     # Above the time a broker may spend handing its partitions over when it stops, so that
@@ -430,8 +434,14 @@ class LocalCluster:
         data_dir = self.workdir / "data" / f"broker-{broker.index}"
         broker.port = port
         broker.http_port = next(free for free in free_ports(2, LOOPBACK) if free != port)
+        listen = ["--listen", f"{LOOPBACK}:{port}"]
+        if self.options.broker_config is not None:
+            config = self.workdir / "config" / f"broker-{broker.index}.toml"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(self.options.broker_config(port))
+            listen = ["--config", str(config)]
         broker.command = [*self.options.martlet_command, "serve", "--zookeeper", self.zookeeper_connect,
-                          "--store", self.store_url, "--listen", f"{LOOPBACK}:{port}", "--data-dir", str(data_dir),
+                          "--store", self.store_url, *listen, "--data-dir", str(data_dir),
                           "--http", f"{LOOPBACK}:{broker.http_port}", *self.options.serve_args]
 
     def _launch_and_wait(self, processes: Sequence[ClusterProcess]) -> None:

@@ -67,3 +67,48 @@ def test_a_user_survives_a_kill_and_restart(martlet_process: Any, tmp_path: Path
     broker.start(port)
     again = AdminClient({"bootstrap.servers": broker.bootstrap})
     assert _iterations(again, user) == [4096]
+
+
+def test_brokers_of_a_cluster_mark_transactions_on_a_sasl_inter_broker_listener(local_cluster: Any) -> None:
+    """A cluster whose brokers talk on a SASL_PLAINTEXT listener of their own, as [sasl]
+    inter_broker_user: a transaction over partitions of both brokers commits and aborts (its
+    markers are WriteTxnMarkers to the other broker, authenticated first)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from martlet.compat.bench.failover import all_led, wait_for
+    from tests.integration.test_transactions import TIMEOUT_S, create_topic, producer, read_all
+
+    def config(port: int) -> str:
+        return f"""[gateway]
+listeners = ["LOCAL://127.0.0.1:{port}", "BROKERS://127.0.0.1:0"]
+listener_security_protocol_map = "LOCAL:PLAINTEXT,BROKERS:SASL_PLAINTEXT"
+inter_broker_listener_name = "BROKERS"
+
+[sasl]
+inter_broker_user = "broker"
+inter_broker_password = "broker-secret"
+"""
+
+    cluster = local_cluster(brokers=2, admins=1, broker_config=config)
+    topic = create_topic(cluster.bootstrap, partitions=6)
+    wait_for(lambda: all_led(cluster.bootstrap, topic), 60, "every partition to have a leader")
+    made = producer(cluster.bootstrap, f"tid-{topic}")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False})
+    try:
+        for round_no, commit in enumerate((True, False, True)):
+            made.begin_transaction()
+            for partition in range(6):
+                made.produce(topic, value=f"{round_no}-{partition}".encode(), partition=partition)
+            made.send_offsets_to_transaction([TopicPartition(topic, 0, round_no + 1)],
+                                             consumer.consumer_group_metadata(), TIMEOUT_S)
+            made.commit_transaction(TIMEOUT_S) if commit else made.abort_transaction(TIMEOUT_S)
+    finally:
+        consumer.close()
+    wanted = sorted(f"{r}-{p}" for r in (0, 2) for p in range(6))
+    # commit_transaction returns once the outcome is decided; the markers follow (on the other
+    # broker, authenticated first), and the last stable offset with them
+    wait_for(lambda: sorted(read_all(cluster.bootstrap, topic, "read_committed", partitions=6)) == wanted, 60,
+             "the committed transactions' records, marked on both brokers")
+    logs = "".join(broker.log_tail() for broker in cluster.brokers)
+    assert "SASL user broker created for calls between brokers" in logs
+    assert "Failed authentication" not in logs
