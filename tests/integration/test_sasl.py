@@ -522,3 +522,33 @@ def test_bad_sasl_input_closes_the_connection_and_harms_nothing(tmp_path: Path) 
         assert PASSWORD not in log and tokens[-1] not in log and "Traceback" not in log
     finally:
         found.broker.kill()
+
+
+@pytest.mark.java
+def test_the_java_client_logs_in_with_kafkas_unsecured_oauthbearer_tokens(kafka_tool: Any, tmp_path: Path) -> None:
+    """Development mode: the Java client's default OAUTHBEARER login makes unsigned tokens
+    (alg none), which a broker with oauthbearer_unsecured accepts, as Kafka's unsecured
+    validator does; the console tools produce and consume as the token's subject."""
+    found = start_secured(tmp_path, 'enabled_mechanisms = ["OAUTHBEARER"]\noauthbearer_unsecured = true')
+    try:
+        properties = tmp_path / "oauth.properties"
+        properties.write_text(
+            "security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'unsecuredLoginStringClaim_sub="svc-java";\n'
+            f"ssl.truststore.type=PEM\nssl.truststore.location={found.certs / 'ca.pem'}\n")
+        topic = _topic(found, "oauth-java")
+        address = found.addresses["SASL_SSL"]
+
+        def run_ok(tool: str, args: list[str], data: bytes | None = None) -> str:
+            result = kafka_tool(tool, ["--bootstrap-server", address, "--command-config", str(properties), *args],
+                                120.0, input=data)
+            assert result.returncode == 0, f"{tool}:\n{result.stdout.decode()}\n{result.stderr.decode()}"
+            return str(result.stdout.decode())
+
+        run_ok("console-producer", ["--topic", topic], b"one\ntwo\n")
+        out = run_ok("console-consumer", ["--topic", topic, "--partition", "0", "--offset", "earliest",
+                                          "--max-messages", "2", "--timeout-ms", "30000"])
+        assert out.splitlines() == ["one", "two"]
+    finally:
+        found.broker.kill()
