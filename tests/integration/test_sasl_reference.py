@@ -19,7 +19,9 @@ from __future__ import annotations
 import functools
 import re
 import time
+import uuid
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -460,6 +462,44 @@ def test_kafka_python_and_aiokafka_meet_the_same_sasl(sides: dict[str, Listeners
     assert ours == theirs
     if password == PASSWORD:
         assert set(theirs.values()) == {"delivered"}
+
+
+JAAS = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+        SCRAM_SHA_512: "org.apache.kafka.common.security.scram.ScramLoginModule"}
+
+
+def _java_round(kafka_tool: Any, folder: Path, listeners: Listeners, mechanism: str, password: str) -> object:
+    """Kafka's console producer then consumer as alice, on a topic of their own: the lines
+    read back, or the producer's failure (its exit code and whether it names an
+    authentication failure)."""
+    topic = f"java-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": listeners.plain})
+    admin.create_topics([NewTopic(topic, 1)])[topic].result(WAIT_S)
+    address = listeners.sasl
+    properties = folder / f"{mechanism}-{password}.properties"
+    properties.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mechanism}\n"
+                          f'sasl.jaas.config={JAAS[mechanism]} required username="alice" password="{password}";\n')
+    common = ["--bootstrap-server", address, "--command-config", str(properties)]
+    produced = kafka_tool("console-producer", [*common, "--topic", topic], 120.0, input=f"java-{mechanism}\n".encode())
+    if produced.returncode != 0 or b"SaslAuthenticationException" in produced.stderr:
+        return produced.returncode, b"SaslAuthenticationException" in produced.stderr + produced.stdout
+    consumed = kafka_tool("console-consumer", [*common, "--topic", topic, "--partition", "0", "--offset", "earliest",
+                                               "--max-messages", "1", "--timeout-ms", "30000"], 120.0)
+    return consumed.stdout.decode().splitlines()
+
+
+@pytest.mark.java
+@pytest.mark.parametrize(("mechanism", "password"), [("PLAIN", PASSWORD), (SCRAM_SHA_512, PASSWORD),
+                                                     (SCRAM_SHA_512, "wrong")])
+def test_the_java_console_tools_meet_the_same_sasl(sides: dict[str, Listeners], kafka_tool: Any, tmp_path: Path,
+                                                   mechanism: str, password: str) -> None:
+    ours, theirs = (_java_round(kafka_tool, tmp_path, listeners, mechanism, password)
+                    for listeners in sides.values())
+    assert ours == theirs
+    if password == PASSWORD:
+        assert theirs == [f"java-{mechanism}"]
+    else:  # the console producer names the refusal (and exits 0 on both: it only logs send failures)
+        assert isinstance(theirs, tuple) and theirs[1] is True, theirs
 
 
 # -- the differences
