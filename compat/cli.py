@@ -2,8 +2,11 @@
 
     martlet compat --bootstrap HOST:PORT [--reference HOST:PORT] [--clients A,B]
                    [--scenarios A,B] [--json FILE] [--expect-findings] [--jobs N]
+                   [--security-config FILE] [--reference-security-config FILE]
                                                run the scenarios (compat/scenarios/) through
-                                               each client; `martlet compat run ...` is the same
+                                               each client; `martlet compat run ...` is the same;
+                                               the FILE (Kafka client properties: SASL, TLS)
+                                               goes to every client of that endpoint
     martlet compat reference-kafka            start one broker, print `bootstrap HOST:PORT`,
                                                serve until SIGINT/SIGTERM, then stop it
     martlet compat kafka-tool NAME ARGS...    run a Kafka CLI tool (topics, console-producer,
@@ -64,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     suite.add_argument("--findings", default=None, metavar="FILE", help="findings file (default compat/FINDINGS.md)")
     suite.add_argument("--jobs", type=int, default=None, help="lanes run at once (default: all)")
     suite.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    suite.add_argument("--security-config", default=None, metavar="FILE",
+                       help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config, "
+                            "ssl.truststore.location, ...) that every client applies to --bootstrap")
+    suite.add_argument("--reference-security-config", default=None, metavar="FILE",
+                       help="the same for --reference (default: the --security-config file; "
+                            f"{NO_SECURITY}: a plaintext reference)")
     return parser
 
 
@@ -90,6 +99,7 @@ def _run_suite(options: argparse.Namespace) -> int:
     from pathlib import Path
 
     from . import report, runner
+    from .clients.security import LoginRefused
 
     for noisy in ("kafka", "aiokafka"):  # retries and metadata waits the scenarios provoke on purpose
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
@@ -107,14 +117,20 @@ def _run_suite(options: argparse.Namespace) -> int:
     findings = None
     if options.expect_findings:
         findings = report.load_findings(Path(options.findings) if options.findings else report.FINDINGS_PATH)
+    security, reference_security = _security_configs(options)
     try:
         result = runner.run(options.bootstrap, clients, scenarios, options.reference, findings, options.jobs,
-                            progress=lambda line: print(line, file=sys.stderr, flush=True))
+                            progress=lambda line: print(line, file=sys.stderr, flush=True), security=security,
+                            reference_security=reference_security)
     except ValueError as exc:
         print(f"martlet compat: {exc}", file=sys.stderr)
         return 2
+    except LoginRefused as exc:
+        print(f"martlet compat: {exc}", file=sys.stderr)
+        return 1
     if options.json:
-        meta = runner.meta(result, options.bootstrap, options.reference, options.expect_findings)
+        meta = runner.meta(result, options.bootstrap, options.reference, options.expect_findings, security,
+                           reference_security)
         Path(options.json).write_text(report.to_json(result.cells, meta))
     print(report.table(result.cells, result.scenarios, result.clients))
     print()
@@ -123,6 +139,17 @@ def _run_suite(options: argparse.Namespace) -> int:
     print(f"{report.details(result.cells)}; {result.seconds:.0f}s")
     print(report.summary(result.cells))
     return 1 if report.unexpected(result.cells) or result.findings_problems else 0
+
+
+NO_SECURITY = "none"  # --reference-security-config none: the reference takes no security config
+
+
+def _security_configs(options: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The security config files of the endpoint under test and of the reference."""
+    reference = options.reference_security_config
+    if reference is None:
+        reference = options.security_config
+    return options.security_config, None if reference == NO_SECURITY else reference
 
 
 def _reference_kafka(startup_timeout: float, heap: str) -> int:

@@ -1,13 +1,14 @@
 """The aiokafka driver: AIOKafkaAdminClient, AIOKafkaProducer and AIOKafkaConsumer on an
 event loop that runs on its own thread, so group members keep heartbeating between the
 scenario's polls. Every call waits on the loop with a timeout.
+With --security-config, every client gets the keyword arguments of security.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 import aiokafka.errors
@@ -75,13 +76,14 @@ class _Listener(ConsumerRebalanceListener):
 class AiokafkaDriver:
     name = "aiokafka"
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: Mapping[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
+        # every client's: the endpoint and, with --security-config, security.keyword_arguments
+        self._connect: dict[str, Any] = {"bootstrap_servers": bootstrap, **(security or {})}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="aiokafka-driver", daemon=True)
         self._thread.start()
-        self._admin = self._new(AIOKafkaAdminClient, bootstrap_servers=bootstrap,
-                                request_timeout_ms=REQUEST_TIMEOUT_MS)
+        self._admin = self._new(AIOKafkaAdminClient, **self._connect, request_timeout_ms=REQUEST_TIMEOUT_MS)
         self._run(self._admin.start())
         self._members: dict[str, tuple[AIOKafkaConsumer, _Listener]] = {}
         self._transactions: dict[str, AIOKafkaProducer] = {}
@@ -196,7 +198,7 @@ class AiokafkaDriver:
     def produce(self, topic: str, records: list[Record], codec: str = "none", acks: str = "all",
                 idempotent: bool = False, max_request_bytes: int | None = None) -> list[dict[str, Any]]:
         producer = self._new(
-            AIOKafkaProducer, bootstrap_servers=self.bootstrap, compression_type=None if codec == "none" else codec,
+            AIOKafkaProducer, **self._connect, compression_type=None if codec == "none" else codec,
             acks="all" if acks == "all" else int(acks), enable_idempotence=idempotent, linger_ms=5,
             max_request_size=max_request_bytes or 1048576, request_timeout_ms=REQUEST_TIMEOUT_MS)
         return self._run(self._produce(producer, topic, records))
@@ -227,7 +229,7 @@ class AiokafkaDriver:
 
     def consume(self, topic: str, partitions: list[int] | None, from_offset: str | int, max_records: int,
                 timeout_s: float, isolation: str = "read_uncommitted") -> list[Record]:
-        consumer = self._new(AIOKafkaConsumer, bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False,
+        consumer = self._new(AIOKafkaConsumer, **self._connect, group_id=None, enable_auto_commit=False,
                                     isolation_level=isolation, request_timeout_ms=REQUEST_TIMEOUT_MS)
         return self._run(self._consume(consumer, topic, partitions, from_offset, max_records, timeout_s),
                          timeout_s + CALL_TIMEOUT_S)
@@ -260,7 +262,7 @@ class AiokafkaDriver:
     def consume_position(self, topic: str, partition: int, from_offset: str | int, until_offset: int,
                          timeout_s: float, isolation: str = "read_uncommitted",
                          group: str | None = None) -> dict[str, Any]:
-        consumer = self._new(AIOKafkaConsumer, bootstrap_servers=self.bootstrap, group_id=group,
+        consumer = self._new(AIOKafkaConsumer, **self._connect, group_id=group,
                              enable_auto_commit=False, isolation_level=isolation,
                              request_timeout_ms=REQUEST_TIMEOUT_MS)
         return self._run(self._consume_position(consumer, TopicPartition(topic, partition), from_offset,
@@ -315,7 +317,7 @@ class AiokafkaDriver:
         if tp.partition not in {p["partition"] for p in described["partitions"]}:
             return {"error": client_error("partition not in metadata"), "offset": -1, "timestamp": -1}
         # The consumer's isolation level is the one its ListOffsets requests carry.
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False,
+        consumer = AIOKafkaConsumer(**self._connect, group_id=None, enable_auto_commit=False,
                                     isolation_level=isolation, request_timeout_ms=REQUEST_TIMEOUT_MS)
         await consumer.start()
         try:
@@ -349,7 +351,7 @@ class AiokafkaDriver:
     async def _member_start(self, group: str, topics: list[str], instance_id: str | None, session_timeout_ms: int,
                             listener: _Listener, extra: dict[str, Any]) -> AIOKafkaConsumer:
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, group_id=group, group_instance_id=instance_id,
+            **self._connect, group_id=group, group_instance_id=instance_id,
             enable_auto_commit=False, auto_offset_reset="earliest", session_timeout_ms=session_timeout_ms,
             heartbeat_interval_ms=min(1000, session_timeout_ms // 3), request_timeout_ms=REQUEST_TIMEOUT_MS,
             **extra)
@@ -379,7 +381,7 @@ class AiokafkaDriver:
     # -- transactions ---------------------------------------------------------------------
 
     def transaction(self, topic: str, records: list[Record], transactional_id: str, commit: bool) -> str:
-        producer = self._new(AIOKafkaProducer, bootstrap_servers=self.bootstrap, transactional_id=transactional_id,
+        producer = self._new(AIOKafkaProducer, **self._connect, transactional_id=transactional_id,
                                     request_timeout_ms=REQUEST_TIMEOUT_MS)
         try:
             return self._run(self._transaction(producer, topic, records, commit), TXN_TIMEOUT_S)
@@ -400,7 +402,7 @@ class AiokafkaDriver:
 
     def transaction_begin(self, handle: str, transactional_id: str) -> str:
         assert handle not in self._transactions, f"transaction {handle} is open already"
-        producer = self._new(AIOKafkaProducer, bootstrap_servers=self.bootstrap, transactional_id=transactional_id,
+        producer = self._new(AIOKafkaProducer, **self._connect, transactional_id=transactional_id,
                              request_timeout_ms=REQUEST_TIMEOUT_MS)
         self._transactions[handle] = producer
         return self._call(self._transaction_begin(producer))[0]

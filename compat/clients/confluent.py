@@ -3,12 +3,17 @@
 librdkafka runs its own threads, so group members keep heartbeating between polls; a
 rebalance still needs the member to poll, which the scenarios do in turn. Every call is
 bounded: futures by `result(timeout=...)`, flushes and polls by their timeouts.
+
+With --security-config, every client gets the librdkafka settings tools/client_config.py makes
+of the file (`security`), on top of the bootstrap servers and log level (`self._common`).
 """
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, cast
 
@@ -39,6 +44,7 @@ from confluent_kafka.admin import (
 
 from .base import CONFIG_SOURCES, Record, Unsupported
 from .errors import NONE, client_error, kafka_error_name
+from .security import LoginRefused
 
 ADMIN_TIMEOUT_S = 30.0
 FLUSH_TIMEOUT_S = 30.0
@@ -47,6 +53,11 @@ TXN_TIMEOUT_S = 20.0
 LOG_LEVEL = 3  # librdkafka logs errors only; warnings (retries, partition count changes) are noise here
 ASSIGNORS = {"range": "range", "roundrobin": "roundrobin", "cooperative-sticky": "cooperative-sticky"}
 ISOLATION_LEVELS = {"read_uncommitted": IsolationLevel.READ_UNCOMMITTED, "read_committed": IsolationLevel.READ_COMMITTED}
+LOGIN_TIMEOUT_S = 15.0
+LOGIN_CHECK_S = 0.5  # check_login asks for metadata in slices this long, serving librdkafka's errors between them
+REFUSALS = {KafkaError._AUTHENTICATION: "login refused", KafkaError._SSL: "TLS handshake failed"}
+UNAUTHORIZED = frozenset({KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
+                          KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
 
 
 def error_name(err: KafkaError | None) -> str:
@@ -61,6 +72,47 @@ def exception_name(exc: BaseException) -> str:
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return error_name(exc.args[0])
     return client_error(type(exc).__name__)
+
+
+def check_login(bootstrap: str, security: Mapping[str, str], timeout_s: float = LOGIN_TIMEOUT_S) -> None:
+    """LoginRefused, with the broker's reason, when `bootstrap` refuses a login (SASL) or a TLS
+    handshake with librdkafka `security` settings; returns once metadata comes, or after
+    `timeout_s` without an answer (the clients then report what they find). librdkafka itself
+    retries a refused login until each request's timeout and then reports a transport failure:
+    its error callback is what says "refused" at once."""
+    refused: list[KafkaError] = []
+
+    def note(error: KafkaError) -> None:
+        if error.code() in REFUSALS:
+            refused.append(error)
+
+    # log_level 0: the refusal is reported here, once, not logged at every retry
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, **security, "log_level": 0, "error_cb": note}
+    admin = AdminClient(conf)
+    deadline = time.monotonic() + timeout_s
+    while not refused:
+        try:
+            admin.list_topics(timeout=max(0.01, min(LOGIN_CHECK_S, deadline - time.monotonic())))
+            return
+        except KafkaException:
+            admin.poll(0)  # serves error_cb
+        if time.monotonic() >= deadline:
+            return
+    reason = re.sub(r"^\S+://\S+?: ", "", str(refused[0].str()))  # librdkafka's "sasl_ssl://host:port/id: "
+    raise LoginRefused(f"{REFUSALS[refused[0].code()]} at {bootstrap}: {reason}")
+
+
+def _record(msg: Message, group: bool = True) -> bool:
+    """Whether a consumed message is a record. An error event is skipped (librdkafka retries
+    what can be retried) unless the broker refused an authorization (an ACL of a secured
+    endpoint): that is raised, since polling on would only wait out the scenario's deadline.
+    Without a `group` of the scenario's, the group is only the reader's own (librdkafka wants
+    one): a refusal to find its coordinator does not stop reading assigned partitions."""
+    error = msg.error()
+    if error is not None and error.code() in UNAUTHORIZED:
+        if group or error.code() != KafkaError.GROUP_AUTHORIZATION_FAILED:
+            raise KafkaException(error)
+    return error is None
 
 
 def _consumed_headers(msg: Message) -> list[tuple[str, bytes | None]]:
@@ -118,9 +170,10 @@ class _Member:
 class ConfluentDriver:
     name = "confluent"
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: Mapping[str, str] | None = None) -> None:
         self.bootstrap = bootstrap
-        self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": LOG_LEVEL})
+        self._common: dict[str, Any] = {"bootstrap.servers": bootstrap, "log_level": LOG_LEVEL, **(security or {})}
+        self._admin = AdminClient(dict(self._common))
         self._members: dict[str, _Member] = {}
         self._transactions: dict[str, Producer] = {}
 
@@ -206,8 +259,8 @@ class ConfluentDriver:
     def produce(self, topic: str, records: list[Record], codec: str = "none", acks: str = "all",
                 idempotent: bool = False, max_request_bytes: int | None = None) -> list[dict[str, Any]]:
         conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "acks": acks, "compression.type": codec,
-            "enable.idempotence": idempotent, "linger.ms": 5, "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000),
+            **self._common, "acks": acks, "compression.type": codec, "enable.idempotence": idempotent, "linger.ms": 5,
+            "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000),
         }
         if max_request_bytes is not None:
             conf["message.max.bytes"] = max_request_bytes
@@ -237,8 +290,7 @@ class ConfluentDriver:
     def _reader(self, isolation: str, group: str | None = None) -> Consumer:
         """A consumer for assigned partitions; without `group` it never commits."""
         return Consumer({
-            "bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL,
-            "group.id": group or f"compat-assign-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+            **self._common, "group.id": group or f"compat-assign-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
             "enable.auto.offset.store": group is not None, "isolation.level": isolation,
             "enable.partition.eof": False,
         })
@@ -254,7 +306,7 @@ class ConfluentDriver:
             while len(got) < max_records and time.monotonic() < deadline:
                 left = max(0.0, deadline - time.monotonic())
                 for msg in consumer.consume(num_messages=max_records - len(got), timeout=min(0.5, left)):
-                    if msg.error() is None:
+                    if _record(msg, group=False):
                         got.append(consumed(msg))
             return got
         finally:
@@ -272,7 +324,7 @@ class ConfluentDriver:
             deadline = time.monotonic() + timeout_s
             while position < until_offset and time.monotonic() < deadline:
                 got += [consumed(msg) for msg in consumer.consume(num_messages=100, timeout=0.2)
-                        if msg.error() is None]
+                        if _record(msg, group=group is not None)]
                 position = consumer.position([tp])[0].offset
             commit = None
             if group is not None:
@@ -303,7 +355,7 @@ class ConfluentDriver:
                      instance_id: str | None = None, session_timeout_ms: int = 10_000,
                      protocol: str = "classic") -> None:
         conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "group.id": group, "enable.auto.commit": False,
+            **self._common, "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "enable.partition.eof": False, "group.protocol": protocol,
         }
         if protocol == "classic":
@@ -324,7 +376,7 @@ class ConfluentDriver:
     def member_poll(self, handle: str, timeout_s: float) -> dict[str, Any]:
         member = self._members[handle]
         records = [consumed(msg, with_topic=True)
-                   for msg in member.consumer.consume(num_messages=1000, timeout=timeout_s) if msg.error() is None]
+                   for msg in member.consumer.consume(num_messages=1000, timeout=timeout_s) if _record(msg)]
         assignment = sorted([tp.topic, tp.partition] for tp in member.consumer.assignment())
         return {"records": records, "assignment": assignment, "revoked": member.revoked}
 
@@ -339,8 +391,7 @@ class ConfluentDriver:
         self._members.pop(handle).consumer.close()
 
     def committed(self, group: str, topic: str, partitions: list[int]) -> dict[str, int]:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "group.id": group,
-                             "enable.auto.commit": False})
+        consumer = Consumer({**self._common, "group.id": group, "enable.auto.commit": False})
         try:
             answer = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=ADMIN_TIMEOUT_S)
             return {str(tp.partition): tp.offset if tp.offset >= 0 else -1 for tp in answer}
@@ -374,7 +425,7 @@ class ConfluentDriver:
         return NONE
 
     def _transactional(self, transactional_id: str) -> Producer:
-        return Producer({"bootstrap.servers": self.bootstrap, "log_level": LOG_LEVEL, "transactional.id": transactional_id,
+        return Producer({**self._common, "transactional.id": transactional_id,
                          "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000), "linger.ms": 5})
 
     def transaction_begin(self, handle: str, transactional_id: str) -> str:

@@ -1,7 +1,8 @@
 """The Java client (Apache Kafka's kafka-clients) as a compat `Driver`.
 
-Each `JavaDriver` runs one JVM, ``java -cp <jars> dev.martlet.compat.driver.Driver <bootstrap>``
-(the Maven project in ``compat/clients/java/``), and speaks the JSON-lines protocol of
+Each `JavaDriver` runs one JVM, ``java -cp <jars> dev.martlet.compat.driver.Driver <bootstrap>
+[<client properties file>]`` (the Maven project in ``compat/clients/java/``; the file, from
+--security-config, is merged into every client's config), and speaks the JSON-lines protocol of
 ``base.py`` with it: one request line on its stdin, one answer line back on its stdout.
 Every call waits a bounded time; a JVM that dies or does not answer in time raises
 `JavaDriverError` with the tail of the JVM's stderr (a JVM that timed out is killed, since
@@ -135,7 +136,8 @@ class JavaDriver:
     name = "java"
 
     def __init__(self, bootstrap: str, *, call_timeout_s: float = CALL_TIMEOUT_S,
-                 start_timeout_s: float = START_TIMEOUT_S, heap: str = "256m") -> None:
+                 start_timeout_s: float = START_TIMEOUT_S, heap: str = "256m",
+                 security_config: str | None = None) -> None:
         self.bootstrap = bootstrap
         self.call_timeout_s = call_timeout_s
         classpath = driver_classpath()
@@ -146,6 +148,7 @@ class JavaDriver:
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=" + os.environ.get("MARTLET_JAVA_DRIVER_LOG", "warn"),
             "-Dorg.slf4j.simpleLogger.logFile=System.err", "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-cp", classpath, MAIN_CLASS, bootstrap,
+            *([str(Path(security_config).resolve())] if security_config else []),
         ]  # fmt: skip
         self._lock = threading.Lock()
         self._answers: queue.Queue[bytes | None] = queue.Queue()

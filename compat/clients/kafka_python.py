@@ -2,6 +2,7 @@
 
 kafka-python heartbeats from its own thread, so group members stay alive between polls.
 Every call is bounded by a timeout argument or the clients' request timeouts.
+With --security-config, every client gets the keyword arguments of security.py.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from queue import Empty, Queue
 from typing import Any
@@ -29,7 +30,7 @@ with warnings.catch_warnings():
     from kafka.structs import TopicPartition
 
 from .base import Record, Unsupported
-from .errors import NONE, errno_name, kafka_error_name
+from .errors import NONE, client_error, errno_name, kafka_error_name
 
 REQUEST_TIMEOUT_MS = 30_000
 FLUSH_TIMEOUT_S = 30.0
@@ -150,9 +151,11 @@ class _Member:
 class KafkaPythonDriver:
     name = "kafka-python"
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: Mapping[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
-        self._admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=REQUEST_TIMEOUT_MS)
+        # every client's: the endpoint and, with --security-config, security.keyword_arguments
+        self._connect: dict[str, Any] = {"bootstrap_servers": bootstrap, **(security or {})}
+        self._admin = KafkaAdminClient(**self._connect, request_timeout_ms=REQUEST_TIMEOUT_MS)
         self._members: dict[str, _Member] = {}
         self._transactions: dict[str, kafka.KafkaProducer] = {}
 
@@ -210,6 +213,8 @@ class KafkaPythonDriver:
         error, answer = self._call(self._admin.describe_configs,
                                    [ConfigResource(ConfigResourceType.BROKER, str(broker))], config_filter="all")
         entries = (answer or {}).get("broker", {}).get(str(broker), {})
+        if error == NONE and not entries:  # a broker has configs: kafka-python 3.0.12 dropped the resource's error
+            error = client_error("NO_CONFIGS (kafka-python drops DescribeConfigs' error code; an ACL may refuse it)")
         return {"error": error, "broker": broker, "configs": {
             name: [entry["value"], entry["config_source"], entry["read_only"]] for name, entry in entries.items()}}
 
@@ -235,7 +240,7 @@ class KafkaPythonDriver:
     def produce(self, topic: str, records: list[Record], codec: str = "none", acks: str = "all",
                 idempotent: bool = False, max_request_bytes: int | None = None) -> list[dict[str, Any]]:
         producer = kafka.KafkaProducer(
-            bootstrap_servers=self.bootstrap, compression_type=None if codec == "none" else codec,
+            **self._connect, compression_type=None if codec == "none" else codec,
             acks=-1 if acks == "all" else int(acks), enable_idempotence=idempotent, linger_ms=5,
             max_request_size=max_request_bytes or 1048576, max_block_ms=int(FLUSH_TIMEOUT_S * 1000),
             request_timeout_ms=REQUEST_TIMEOUT_MS)
@@ -262,7 +267,7 @@ class KafkaPythonDriver:
 
     def consume(self, topic: str, partitions: list[int] | None, from_offset: str | int, max_records: int,
                 timeout_s: float, isolation: str = "read_uncommitted") -> list[Record]:
-        consumer = kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False,
+        consumer = kafka.KafkaConsumer(**self._connect, group_id=None, enable_auto_commit=False,
                                        isolation_level=isolation, request_timeout_ms=REQUEST_TIMEOUT_MS)
         try:
             chosen = sorted(consumer.partitions_for_topic(topic) or []) if partitions is None else partitions
@@ -283,7 +288,7 @@ class KafkaPythonDriver:
     def consume_position(self, topic: str, partition: int, from_offset: str | int, until_offset: int,
                          timeout_s: float, isolation: str = "read_uncommitted",
                          group: str | None = None) -> dict[str, Any]:
-        consumer = kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=group, enable_auto_commit=False,
+        consumer = kafka.KafkaConsumer(**self._connect, group_id=group, enable_auto_commit=False,
                                        isolation_level=isolation, request_timeout_ms=REQUEST_TIMEOUT_MS)
         tp = TopicPartition(topic, partition)
         try:
@@ -327,7 +332,7 @@ class KafkaPythonDriver:
                 raise Unsupported(f"kafka-python has no {assignor!r} assignor")
             extra["partition_assignment_strategy"] = (ASSIGNORS[assignor],)
         consumer = kafka.KafkaConsumer(
-            bootstrap_servers=self.bootstrap, group_id=group, group_instance_id=instance_id,
+            **self._connect, group_id=group, group_instance_id=instance_id,
             enable_auto_commit=False, auto_offset_reset="earliest", session_timeout_ms=session_timeout_ms,
             heartbeat_interval_ms=min(1000, session_timeout_ms // 3), request_timeout_ms=REQUEST_TIMEOUT_MS,
             **extra)
@@ -358,7 +363,7 @@ class KafkaPythonDriver:
     # -- transactions ---------------------------------------------------------------------
 
     def transaction(self, topic: str, records: list[Record], transactional_id: str, commit: bool) -> str:
-        producer = kafka.KafkaProducer(bootstrap_servers=self.bootstrap, transactional_id=transactional_id,
+        producer = kafka.KafkaProducer(**self._connect, transactional_id=transactional_id,
                                        max_block_ms=int(TXN_TIMEOUT_S * 1000),
                                        request_timeout_ms=REQUEST_TIMEOUT_MS)
         try:
@@ -377,7 +382,7 @@ class KafkaPythonDriver:
 
     def transaction_begin(self, handle: str, transactional_id: str) -> str:
         assert handle not in self._transactions, f"transaction {handle} is open already"
-        producer = kafka.KafkaProducer(bootstrap_servers=self.bootstrap, transactional_id=transactional_id,
+        producer = kafka.KafkaProducer(**self._connect, transactional_id=transactional_id,
                                        max_block_ms=int(TXN_TIMEOUT_S * 1000),
                                        request_timeout_ms=REQUEST_TIMEOUT_MS)
         self._transactions[handle] = producer

@@ -9,6 +9,7 @@ import pytest
 from martlet.compat import cli, runner
 from martlet.compat.clients import registry
 from martlet.compat.clients.base import Unsupported
+from martlet.compat.clients.security import ConfigError, LoginRefused
 from martlet.compat.report import FAIL, NOT_APPLICABLE, PASS
 from martlet.compat.scenarios import SCENARIOS, Context
 
@@ -16,7 +17,8 @@ from martlet.compat.scenarios import SCENARIOS, Context
 class FakeDriver:
     name = "fake"
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: str | None = None) -> None:
+        self.bootstrap, self.security = bootstrap, security
         self.deleted: list[str] = []
         self.closed = False
 
@@ -55,8 +57,8 @@ def not_applicable(driver: Any, ctx: Context) -> dict[str, Any]:
 def fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeDriver]:
     made: list[FakeDriver] = []
 
-    def make(bootstrap: str) -> FakeDriver:
-        made.append(FakeDriver(bootstrap))
+    def make(bootstrap: str, security: str | None = None) -> FakeDriver:
+        made.append(FakeDriver(bootstrap, security))
         return made[-1]
 
     monkeypatch.setitem(registry.FACTORIES, "fake", make)
@@ -133,3 +135,94 @@ def test_cli_expect_findings_accepts_listed_failures(fake: list[FakeDriver], cap
 
 def test_default_clients_are_all_four() -> None:
     assert runner.default_clients() == ["java", "confluent", "kafka-python", "aiokafka"]
+
+
+# -- --security-config ------------------------------------------------------------------------
+
+@pytest.fixture
+def logins(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """The (endpoint, security config) pairs the run logs in with before its lanes start."""
+    made: list[tuple[str, str]] = []
+    monkeypatch.setattr(registry, "check_login", lambda bootstrap, security: made.append((bootstrap, security)))
+    return made
+
+
+@pytest.mark.parametrize(("flags", "reference_security"), [
+    ([], "main.properties"),
+    (["--reference-security-config", "none"], None),
+    (["--reference-security-config", "ref.properties"], "ref.properties"),
+])
+def test_every_client_of_an_endpoint_gets_its_security_config(fake: list[FakeDriver], logins: list[tuple[str, str]],
+                                                              tmp_path: Any, flags: list[str],
+                                                              reference_security: str | None) -> None:
+    for name in ("main.properties", "ref.properties"):
+        (tmp_path / name).write_text("security.protocol=PLAINTEXT\n")
+    files = {name: str(tmp_path / name) for name in ("main.properties", "ref.properties")}
+    flags = [files.get(flag, flag) for flag in flags]
+    report = tmp_path / "report.json"
+    code = cli.main(["--bootstrap", "h:1", "--reference", "r:1", "--clients", "fake", "--scenarios", "passing",
+                     "--security-config", files["main.properties"], "--json", str(report), *flags])
+    assert code == 0
+    expected = {"h:1": files["main.properties"], "r:1": files.get(reference_security or "")}
+    assert {driver.bootstrap: driver.security for driver in fake} == expected
+    assert logins == [(endpoint, security) for endpoint, security in expected.items() if security]
+    assert f'"security_config": "{files["main.properties"]}"' in report.read_text()
+
+
+def test_without_a_security_config_nothing_is_checked(fake: list[FakeDriver], logins: list[tuple[str, str]]) -> None:
+    assert [c.status for c in runner.run("h:1", ["fake"], ["passing"]).cells] == [PASS]
+    assert fake[0].security is None and logins == []
+
+
+def test_a_file_a_client_cannot_use_is_a_usage_error_before_any_client_starts(
+        fake: list[FakeDriver], logins: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    def refuse(client: str, security: str) -> None:
+        raise ConfigError(f"{security}: ssl.keystore.type must be PEM")
+
+    monkeypatch.setattr(registry, "check_security", refuse)
+    path = tmp_path / "client.properties"
+    code = cli.main(["--bootstrap", "h:1", "--clients", "fake", "--scenarios", "passing", "--security-config", str(path)])
+    assert code == 2 and fake == [] and logins == []
+    assert capsys.readouterr().err.strip() == (
+        f"martlet compat: fake cannot use the security config {path}: ssl.keystore.type must be PEM")
+
+
+def test_a_missing_file_is_a_usage_error(fake: list[FakeDriver], logins: list[tuple[str, str]],
+                                         capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    code = cli.main(["--bootstrap", "h:1", "--clients", "fake", "--scenarios", "passing",
+                     "--security-config", str(tmp_path / "missing.properties")])
+    assert code == 2 and fake == []
+    assert "cannot read it" in capsys.readouterr().err
+
+
+def test_a_refused_login_ends_the_run_before_any_client_starts(fake: list[FakeDriver], monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    def refuse(bootstrap: str, security: str) -> None:
+        raise LoginRefused(f"login refused at {bootstrap}: Authentication failed")
+
+    monkeypatch.setattr(registry, "check_login", refuse)
+    path = tmp_path / "client.properties"
+    path.write_text("security.protocol=PLAINTEXT\n")
+    code = cli.main(["--bootstrap", "h:1", "--clients", "fake", "--scenarios", "passing", "--security-config", str(path)])
+    assert code == 1 and fake == []
+    assert capsys.readouterr().err.strip() == "martlet compat: login refused at h:1: Authentication failed"
+
+
+def unauthorized(driver: Any, ctx: Context) -> dict[str, Any]:
+    raise AssertionError("create topic t (1 partitions, {}): TOPIC_AUTHORIZATION_FAILED")
+
+
+def test_over_a_secured_endpoint_a_refused_authorization_is_not_applicable(
+        fake: list[FakeDriver], logins: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """The endpoint's ACLs, not the client or the broker, decide it; without a security config
+    it stays a failure."""
+    monkeypatch.setitem(SCENARIOS, "unauthorized", unauthorized)
+    path = tmp_path / "client.properties"
+    path.write_text("security.protocol=PLAINTEXT\n")
+    secured = runner.run("h:1", ["fake"], ["unauthorized", "failing"], security=str(path))
+    assert [(c.status, c.reason) for c in secured.cells] == [
+        (NOT_APPLICABLE, "the security config's user is not authorized for this (TOPIC_AUTHORIZATION_FAILED): "
+                         "create topic t (1 partitions, {}): TOPIC_AUTHORIZATION_FAILED"),
+        (FAIL, "expected 1, got 2")]
+    assert [c.status for c in runner.run("h:1", ["fake"], ["unauthorized"]).cells] == [FAIL]

@@ -39,17 +39,16 @@ final class AdminOps implements AutoCloseable {
     /** ListOffsets gives up sooner than other calls (see listOffsets). */
     private static final int LIST_OFFSETS_TIMEOUT_MS = 10_000;
 
-    private final String bootstrap;
+    private final ClientConfig config;
     private Admin admin;
 
-    AdminOps(String bootstrap) {
-        this.bootstrap = bootstrap;
+    AdminOps(ClientConfig config) {
+        this.config = config;
     }
 
     private Admin admin() {
         if (admin == null) {
-            Properties props = new Properties();
-            props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            Properties props = config.copy();
             props.put(AdminClientConfig.CLIENT_ID_CONFIG, "martlet-compat-java-admin");
             props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
             props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, API_TIMEOUT_MS);

@@ -34,16 +34,15 @@ final class ClientOps {
     static final int DELIVERY_TIMEOUT_MS = 30_000;
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
 
-    private final String bootstrap;
+    private final ClientConfig config;
     private int serial;
 
-    ClientOps(String bootstrap) {
-        this.bootstrap = bootstrap;
+    ClientOps(ClientConfig config) {
+        this.config = config;
     }
 
     Properties producerProps() {
-        Properties props = new Properties();
-        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties props = config.copy();
         props.put(ProducerConfig.CLIENT_ID_CONFIG, "martlet-compat-java-producer-" + (++serial));
         props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, MAX_BLOCK_MS);
         props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
@@ -192,8 +191,7 @@ final class ClientOps {
 
     /** A consumer of assigned partitions; with a group it may commit, and never does by itself. */
     private KafkaConsumer<String, String> consumer(String isolation, String group) {
-        Properties props = new Properties();
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties props = config.copy();
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, "martlet-compat-java-consumer-" + (++serial));
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);

@@ -8,6 +8,7 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Properties;
@@ -20,8 +21,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * {"op": "<method>", "args": {...}}, and writes one answer per line on stdout: {"ok": value},
  * {"unsupported": reason} or {"error": message}. Requests run one at a time, in order.
  *
- * <p>Usage: {@code java -cp ... dev.martlet.compat.driver.Driver <bootstrap>}. Everything
- * else the JVM prints (client log lines included) goes to stderr. The extra ops "hello"
+ * <p>Usage: {@code java -cp ... dev.martlet.compat.driver.Driver <bootstrap> [<client properties
+ * file>]}; the file's properties (security.protocol, sasl.*, ssl.*) go into every client's config
+ * (see ClientConfig). Everything else the JVM prints (client log lines included) goes to stderr. The extra ops "hello"
  * (answers the client version) and "close" (answers, then exits) serve the Python side.
  */
 public final class Driver {
@@ -34,23 +36,31 @@ public final class Driver {
     private final Transactions transactions;
     private boolean closing;
 
-    Driver(String bootstrap) {
-        admin = new AdminOps(bootstrap);
-        clients = new ClientOps(bootstrap);
-        members = new Members(bootstrap);
+    Driver(ClientConfig config) {
+        admin = new AdminOps(config);
+        clients = new ClientOps(config);
+        members = new Members(config);
         transactions = new Transactions(clients);
     }
 
     public static void main(String[] argv) throws IOException {
-        if (argv.length != 1) {
-            System.err.println("usage: Driver <bootstrap servers>");
+        if (argv.length < 1 || argv.length > 2) {
+            System.err.println("usage: Driver <bootstrap servers> [<client properties file>]");
             System.exit(2);
+        }
+        ClientConfig config;
+        try {
+            config = new ClientConfig(argv[0], argv.length == 2 ? Path.of(argv[1]) : null);
+        } catch (IOException | IllegalArgumentException e) {  // unreadable, or a malformed unicode escape
+            System.err.println("cannot read the client properties file: " + e);
+            System.exit(2);
+            return;
         }
         // stdout carries the protocol only: whatever else writes to System.out lands on stderr
         OutputStream protocolOut = new FileOutputStream(FileDescriptor.out);
         PrintStream protocol = new PrintStream(protocolOut, false, StandardCharsets.UTF_8);
         System.setOut(System.err);
-        Driver driver = new Driver(argv[0]);
+        Driver driver = new Driver(config);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try {
             String line;

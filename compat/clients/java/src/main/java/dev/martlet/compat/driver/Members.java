@@ -47,11 +47,11 @@ final class Members implements AutoCloseable {
         }
     }
 
-    private final String bootstrap;
+    private final ClientConfig config;
     private final Map<String, Member> members = new LinkedHashMap<>();
 
-    Members(String bootstrap) {
-        this.bootstrap = bootstrap;
+    Members(ClientConfig config) {
+        this.config = config;
     }
 
     void start(Args a) {
@@ -62,8 +62,7 @@ final class Members implements AutoCloseable {
         String protocol = a.str("protocol", "classic");
         String assignor = a.str("assignor", null);
         int sessionTimeoutMs = a.integer("session_timeout_ms", 10_000);
-        Properties props = new Properties();
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties props = config.copy();
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, "martlet-compat-java-member-" + handle);
         props.put(ConsumerConfig.GROUP_ID_CONFIG, a.str("group"));
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
@@ -118,8 +117,7 @@ final class Members implements AutoCloseable {
         if (members.containsKey(handle)) {
             throw new IllegalArgumentException("member " + handle + " is already started");
         }
-        Properties props = new Properties();
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties props = config.copy();
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, "martlet-compat-java-reader-" + handle);
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
