@@ -28,11 +28,9 @@ import json
 import ssl
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +45,7 @@ from martlet.gateway.http.brokers import PeerError, fetch_json
 from tests.fixtures.browser import VIEWPORT, WAIT_MS
 from tests.fixtures.martlet import MartletProcess, wait_until
 from tests.integration.clients import ADMIN_TIMEOUT_S, confluent_create_topic, unique_topic
+from tests.support.pages import page_server
 from tests.support.tls import make_certs
 
 if TYPE_CHECKING:
@@ -59,7 +58,6 @@ PASSWORD = "alice-secret-1"
 BROKER_PASSWORD = "broker-secret-1"
 DELAY_MS = 400  # [sasl] failed_authentication_delay_ms
 SESSION_MS_B = 3000
-PAGE = b"<!doctype html><meta charset=utf-8><title>another origin</title><p>some other site</p>"
 
 
 @dataclass
@@ -273,30 +271,6 @@ def test_a_replaced_certificate_serves_new_connections(short: Secured, tmp_path:
 
 # -- the console in Chromium
 
-class _PageHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
-        pass
-
-
-@contextmanager
-def other_origin(host: str = "127.0.0.2") -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer((host, 0), _PageHandler)
-    thread = threading.Thread(target=server.serve_forever, name="other-origin", daemon=True)
-    thread.start()
-    try:
-        yield f"http://{host}:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(WAIT_S)
-
 
 @pytest.fixture
 def browser_context(chromium_browser: Browser) -> Iterator[BrowserContext]:
@@ -391,7 +365,7 @@ def test_the_console_logs_in_creates_a_topic_holds_off_other_origins_and_logs_ou
 
     target = f"{secured.base}/api/v1/topics"
     forged = {way: unique_topic(f"forged-{way}") for way in ("no-cors", "cors", "form")}
-    with other_origin() as origin:
+    with page_server("127.0.0.2") as origin:
         foreign = browser_context.new_page()  # the same browser: it holds the session cookie
         foreign.goto(origin + "/")
         answers: list[int] = []

@@ -16,11 +16,9 @@ from __future__ import annotations
 import http.client
 import http.server
 import json
-import threading
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -31,6 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.fixtures.browser import VIEWPORT, WAIT_MS
 from tests.fixtures.martlet import MartletProcess
 from tests.integration.clients import ADMIN_TIMEOUT_S, confluent_create_topic, unique_topic
+from tests.support.pages import page_server
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, Response
@@ -39,35 +38,6 @@ pytestmark = pytest.mark.integration
 
 WAIT_S = 10.0
 SECRET = f"secret-{uuid.uuid4()}"  # the one record's value: no answer a foreign page gets may hold it
-PAGE = b"<!doctype html><meta charset=utf-8><title>another origin</title><p>a page of some other site</p>"
-
-
-class _PageHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
-        pass
-
-
-@contextmanager
-def page_server(host: str) -> Iterator[str]:
-    """Serve PAGE on `host`, a free port, in a thread; its origin "http://host:port"."""
-    server = http.server.ThreadingHTTPServer((host, 0), _PageHandler)
-    thread = threading.Thread(target=server.serve_forever, name="other-origin", daemon=True)
-    thread.start()
-    try:
-        yield f"http://{host}:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(WAIT_S)
-
-
 @pytest.fixture(scope="module", params=["127.0.0.1", "127.0.0.2"], ids=["same-site", "cross-site"])
 def other_origin(request: pytest.FixtureRequest) -> Iterator[str]:
     with page_server(request.param) as origin:

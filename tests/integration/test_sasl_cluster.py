@@ -73,10 +73,8 @@ def test_brokers_of_a_cluster_mark_transactions_on_a_sasl_inter_broker_listener(
     """A cluster whose brokers talk on a SASL_PLAINTEXT listener of their own, as [sasl]
     inter_broker_user: a transaction over partitions of both brokers commits and aborts (its
     markers are WriteTxnMarkers to the other broker, authenticated first)."""
-    from confluent_kafka import Consumer, TopicPartition
-
     from martlet.compat.bench.failover import all_led, wait_for
-    from tests.integration.test_transactions import TIMEOUT_S, create_topic, producer, read_all
+    from tests.support.transactions import commit_abort_commit, create_topic, read_all
 
     def config(port: int) -> str:
         return f"""[gateway]
@@ -92,18 +90,7 @@ inter_broker_password = "broker-secret"
     cluster = local_cluster(brokers=2, admins=1, broker_config=config)
     topic = create_topic(cluster.bootstrap, partitions=6)
     wait_for(lambda: all_led(cluster.bootstrap, topic), 60, "every partition to have a leader")
-    made = producer(cluster.bootstrap, f"tid-{topic}")
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False})
-    try:
-        for round_no, commit in enumerate((True, False, True)):
-            made.begin_transaction()
-            for partition in range(6):
-                made.produce(topic, value=f"{round_no}-{partition}".encode(), partition=partition)
-            made.send_offsets_to_transaction([TopicPartition(topic, 0, round_no + 1)],
-                                             consumer.consumer_group_metadata(), TIMEOUT_S)
-            made.commit_transaction(TIMEOUT_S) if commit else made.abort_transaction(TIMEOUT_S)
-    finally:
-        consumer.close()
+    assert commit_abort_commit(cluster.bootstrap, topic, 6) == 3
     wanted = sorted(f"{r}-{p}" for r in (0, 2) for p in range(6))
     # commit_transaction returns once the outcome is decided; the markers follow (on the other
     # broker, authenticated first), and the last stable offset with them

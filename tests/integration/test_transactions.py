@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.fixtures.martlet import MartletProcess
-from tests.support.transactions import TIMEOUT_S, create_topic, producer, read_all
+from tests.support.transactions import TIMEOUT_S, commit_abort_commit, create_topic, producer, read_all
 
 
 def transaction(made: Producer, topic: str, values: list[str], commit: bool = True, partition: int = 0) -> None:
@@ -123,18 +123,9 @@ def test_a_transaction_across_the_brokers_of_a_cluster(local_cluster: Any) -> No
     cluster = local_cluster(brokers=2, admins=1)
     topic = create_topic(cluster.bootstrap, partitions=6)
     wait_for(lambda: all_led(cluster.bootstrap, topic), 60, "every partition to have a leader")
-    made = producer(cluster.bootstrap, f"tid-{topic}")
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False})
-    try:
-        for round_no, commit in enumerate((True, False, True)):
-            made.begin_transaction()
-            for partition in range(6):
-                made.produce(topic, value=f"{round_no}-{partition}".encode(), partition=partition)
-            made.send_offsets_to_transaction([TopicPartition(topic, 0, round_no + 1)],
-                                             consumer.consumer_group_metadata(), TIMEOUT_S)
-            made.commit_transaction(TIMEOUT_S) if commit else made.abort_transaction(TIMEOUT_S)
-        assert consumer.committed([TopicPartition(topic, 0)], TIMEOUT_S)[0].offset == 3
-    finally:
-        consumer.close()
-    seen = read_all(cluster.bootstrap, topic, "read_committed", partitions=6)
-    assert sorted(seen) == sorted(f"{r}-{p}" for r in (0, 2) for p in range(6))
+    assert commit_abort_commit(cluster.bootstrap, topic, 6) == 3
+    wanted = sorted(f"{r}-{p}" for r in (0, 2) for p in range(6))
+    # commit_transaction returns once the outcome is decided: the markers, and with them the
+    # last stable offset, follow on each broker
+    wait_for(lambda: sorted(read_all(cluster.bootstrap, topic, "read_committed", partitions=6)) == wanted, 60,
+             "the committed transactions' records, marked on both brokers")

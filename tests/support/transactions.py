@@ -54,3 +54,21 @@ def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 2,
         consumer.close()
     assert len(ended) == partitions, f"not every partition reached its end in {timeout_s} s: {values}"
     return values
+
+
+def commit_abort_commit(bootstrap: str, topic: str, partitions: int) -> int:
+    """Three transactions over every partition of `topic` (commit, abort, commit), each also
+    committing a group offset; the group's committed offset after them (3 when all held)."""
+    made = producer(bootstrap, f"tid-{topic}")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False})
+    try:
+        for round_no, commit in enumerate((True, False, True)):
+            made.begin_transaction()
+            for partition in range(partitions):
+                made.produce(topic, value=f"{round_no}-{partition}".encode(), partition=partition)
+            made.send_offsets_to_transaction([TopicPartition(topic, 0, round_no + 1)],
+                                             consumer.consumer_group_metadata(), TIMEOUT_S)
+            made.commit_transaction(TIMEOUT_S) if commit else made.abort_transaction(TIMEOUT_S)
+        return int(consumer.committed([TopicPartition(topic, 0)], TIMEOUT_S)[0].offset)
+    finally:
+        consumer.close()
