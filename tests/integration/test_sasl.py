@@ -236,7 +236,7 @@ def test_kafka_configs_makes_a_user_and_the_java_client_uses_it(secured: Secured
     topic = _topic(secured, "sasl-java")
     address = secured.addresses["SASL_SSL"]
     lines = [f"line{index}" for index in range(10)]
-    run_ok("console-producer", ["--bootstrap-server", address, "--command-config", str(properties), "--topic", topic],
+    run_ok("console-producer", ["--bootstrap-server", address, "--producer.config", str(properties), "--topic", topic],
            "\n".join(lines).encode() + b"\n")
     out = run_ok("console-consumer", ["--bootstrap-server", address, "--command-config", str(properties),
                                       "--topic", topic, "--partition", "0", "--offset", "earliest",
