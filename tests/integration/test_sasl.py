@@ -362,6 +362,13 @@ def test_oauthbearer_tokens_signed_by_a_jwks_key_authenticate(tmp_path: Path) ->
             producer.produce(topic, f"o{index}".encode())
         assert producer.flush(WAIT_S) == 0
         assert _consume(settings(token(signer)), topic, 10) == [f"o{index}".encode() for index in range(10)]
+        from martlet.client.simple_consumer import SimpleConsumer
+        from martlet.protocol.sasl_client import Login
+
+        bearer = Login("OAUTHBEARER", token=lambda: token(signer)[0])  # the native SDK, a token per connection
+        with SimpleConsumer(found.addresses["SASL_PLAINTEXT"], topic, 0, sasl=bearer) as native:
+            assert [message.value for message in native.fetch(0, timeout_s=5.0)][:10] == [
+                f"o{index}".encode() for index in range(10)]
         stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         refused = {"another signer": token(stranger), "expired": token(signer, lifetime_s=-3600),
                    "unsigned": token(None, "none")}
