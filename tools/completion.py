@@ -68,12 +68,12 @@ COMMANDS: dict[str, dict[str, tuple[str, ...]]] = {
     "compat": {
         "reference-kafka": ("--startup-timeout", "--heap", "--help", "-h"),
         "kafka-tool": ("--timeout", "--help", "-h"),
-        "run": ("--bootstrap", "--reference", "--clients", "--scenarios", "--json", "--expect-findings", "--findings",
-                "--jobs", "--list", "--help", "-h"),
+        "run": ("--bootstrap", "--reference", "--security-config", "--reference-security-config", "--clients",
+                "--scenarios", "--json", "--expect-findings", "--findings", "--jobs", "--list", "--help", "-h"),
     },
     "bench": {"": ("--rounds", "--quick", "--workloads", "--produce-mb", "--bootstrap", "--pid", "--hdfs",
-                   "--martlet-config", "--cluster", "--kills", "--spark", "--udp", "--datagrams", "--native", "--json",
-                   "--check", "--help", "-h")},
+                   "--martlet-config", "--cluster", "--kills", "--spark", "--udp", "--datagrams", "--native", "--secured",
+                   "--json", "--check", "--help", "-h")},
     "export": {"": ("--to", "--store", "--format", "--keys", "--values", "--quiet", "--help", "-h")},
     "cluster": {
         "up": ("--brokers", "--admins", "--dir", "--timeout", "--help", "-h"),
