@@ -25,11 +25,9 @@ ends with its token at the latest.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import struct
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, cast
 
@@ -37,20 +35,18 @@ from kio.schema.errors import ErrorCode
 
 from ..protocol.apis import ApiKey
 from ..protocol.codec import Peer, ProtocolError, RequestHeader, build_response, decode_request, encode_response, peek_header
-from ..protocol.scram import HASHES, SCRAM_SHA_256, SCRAM_SHA_512, Credential, ScramError, ServerExchange
+from ..protocol.framing import api_key_of, frame
+from ..protocol.scram import HASHES, SCRAM_SHA_256, SCRAM_SHA_512, ScramError, ServerExchange
 from .oauth import TokenRefused, Tokens
+from .users import Lookup, password_matches
 
 logger = logging.getLogger(__name__)
 
 PLAIN, OAUTHBEARER = "PLAIN", "OAUTHBEARER"
 MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)  # what Martlet serves
-_SIZE = struct.Struct(">i")
 RECEIVE_BYTES_MAX = 524_288  # Kafka's sasl.server.max.receive.size: the largest frame before authentication
 HANDSHAKE_VERSIONS, AUTHENTICATE_VERSIONS = (0, 1), (0, 1, 2)
 SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
-# PLAIN's check runs against this when the user has no credential, so that the answer takes
-# as long for a user that does not exist as for a wrong password.
-_NOBODY = Credential.of_password(SCRAM_SHA_512, "", 4096, b"\0" * 32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +94,6 @@ class SaslSettings:
                              "development only, name one or the other")
 
 
-Lookup = Callable[[str, str], Credential | None]  # (user, mechanism) -> the stored credential
 
 
 class Verifier(NamedTuple):
@@ -151,7 +146,7 @@ class Authenticator:
             return self._handshake(frame)
         if self._raw:
             return await self._token(None, bytes(frame))
-        if _api_key(frame) == ApiKey.SASL_HANDSHAKE:  # a second handshake: Kafka's answer, then the end
+        if api_key_of(frame) == ApiKey.SASL_HANDSHAKE:  # a second handshake: Kafka's answer, then the end
             header, _ = self._decode(frame, ApiKey.SASL_HANDSHAKE, HANDSHAKE_VERSIONS)
             answer = {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
             return Step(_encoded(header, answer), failed="a second SaslHandshake before authenticating")
@@ -183,7 +178,7 @@ class Authenticator:
                                         f"{principal}", "re-authentication as another principal")
         lifetime = self._lifetime_ms() if principal else 0
         if header is None:  # v0: the token alone in a frame of its own (an empty one for PLAIN's success)
-            return Step(_SIZE.pack(len(reply or b"")) + (reply or b""), principal, lifetime_ms=lifetime)
+            return Step(frame(reply or b""), principal, lifetime_ms=lifetime)
         answer = {"error_code": ErrorCode.none, "error_message": None, "auth_bytes": reply or b"",
                   "session_lifetime": lifetime}
         return Step(_encoded(header, answer), principal, lifetime_ms=lifetime)
@@ -229,9 +224,7 @@ class Authenticator:
             raise Refused("Authentication failed: username not specified")
         if not password:
             raise Refused("Authentication failed: password not specified")
-        stored = self.lookup(user, SCRAM_SHA_512) or self.lookup(user, SCRAM_SHA_256)
-        matched = await asyncio.to_thread((stored or _NOBODY).matches, password)
-        if stored is None or not matched:
+        if not await password_matches(self.lookup, user, password):
             raise Refused("Authentication failed: Invalid username or password")
         if authzid and authzid != user:
             raise Refused("Authentication failed: Client requested an authorization id that is different "
@@ -288,10 +281,6 @@ class _Handshake(Protocol):  # SaslHandshakeRequest, every version
 class _Authenticate(Protocol):  # SaslAuthenticateRequest, every version
     @property
     def auth_bytes(self) -> bytes: ...
-
-
-def _api_key(frame: bytearray) -> int:
-    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
 def _encoded(header: RequestHeader, answer: Mapping[str, object]) -> bytes:

@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 from ..protocol.codec import ANONYMOUS, Peer, ProtocolError
 from ..protocol.fetch_wire import Buffers
-from ..protocol.framing import CHUNK_BYTES, FrameError, FrameReader
+from ..protocol.framing import CHUNK_BYTES, FrameError, FrameReader, api_key_of
 from ..protocol.scram import Credential
 from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
@@ -398,7 +398,7 @@ class Connection(asyncio.BufferedProtocol):
         suspends goes on in a task of its own, and it and the frames after it go to the
         serving task in order; so does the error of one that fails."""
         for index, frame in enumerate(frames):
-            key = _api_key(frame)
+            key = api_key_of(frame)
             if key == SASL_HANDSHAKE_KEY and self._reauthenticates():
                 return frames[index:]  # re-authentication: the serving task runs it in turn
             release = _Release() if key == PRODUCE_KEY else None
@@ -461,10 +461,10 @@ class Connection(asyncio.BufferedProtocol):
                 self._write(await queued.task)  # nothing was pending when it started
         elif isinstance(queued, _Failed):
             raise queued.error
-        elif self._gate is not None or (_api_key(queued) == SASL_HANDSHAKE_KEY and self._reauthenticates()):
+        elif self._gate is not None or ((key := api_key_of(queued)) == SASL_HANDSHAKE_KEY and self._reauthenticates()):
             await self._written()
             await self._authenticate(queued)
-        elif _api_key(queued) == PRODUCE_KEY:
+        elif key == PRODUCE_KEY:
             await self._produce(queued)
         else:
             await self._written()
@@ -479,7 +479,7 @@ class Connection(asyncio.BufferedProtocol):
         if gate is None:  # SaslHandshake on an authenticated connection: it authenticates again
             gate = self._gate = Authenticator(self._sasl, self.client, self.client.principal, self._mechanism)
         if gate.waiting_handshake and not gate.previous and not gate.versions_done and \
-                _api_key(frame) == API_VERSIONS_KEY:  # once, before the handshake (a second one closes, as at Kafka)
+                api_key_of(frame) == API_VERSIONS_KEY:  # once, before the handshake (a second one closes, as at Kafka)
             self._write(await self.server.dispatcher.handle(frame, self.client))
             gate.versions_done = self.server.dispatcher.serves(frame)
             return
@@ -627,11 +627,6 @@ class Connection(asyncio.BufferedProtocol):
             self._reading_paused = False
             self.transport.resume_reading()
         return frame
-
-
-def _api_key(frame: bytearray) -> int:
-    """The request's api key (the first two bytes of its header); -1 for a runt frame."""
-    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
 class _Release:

@@ -10,8 +10,9 @@ password (protocol/scram.py). SASL/PLAIN checks its password against the same cr
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..engine.api import Dynamic, TopicsFace
 from ..protocol.scram import HASHES, SCRAM_SHA_256, SCRAM_SHA_512, Credential
@@ -21,6 +22,10 @@ logger = logging.getLogger(__name__)
 SCOPE = "users/"
 MECHANISM_IDS = {1: SCRAM_SHA_256, 2: SCRAM_SHA_512}  # Kafka's ScramMechanism ids on the wire
 IDS = {name: key for key, name in MECHANISM_IDS.items()}
+Lookup = Callable[[str, str], Credential | None]  # (user, mechanism) -> the stored credential
+# A password of a user without a credential is checked against this, so that the answer takes
+# as long for a user that does not exist as for a wrong password (4096 rounds: Kafka's minimum).
+_NOBODY = Credential.of_password(SCRAM_SHA_512, "", 4096, b"\0" * 32)
 
 
 def names(dynamic: Dynamic) -> list[str]:
@@ -43,6 +48,14 @@ def credentials(dynamic: Dynamic, user: str) -> dict[str, Credential]:
 
 def credential(dynamic: Dynamic, user: str, mechanism: str) -> Credential | None:
     return credentials(dynamic, user).get(mechanism)
+
+
+async def password_matches(lookup: Lookup, user: str, password: str) -> bool:
+    """Whether `password` is the user's, checked against its SCRAM-SHA-512 (else SCRAM-SHA-256)
+    credential off the event loop (PBKDF2's rounds): SASL/PLAIN's and the HTTP port's check."""
+    stored = lookup(user, SCRAM_SHA_512) or lookup(user, SCRAM_SHA_256)
+    matched = await asyncio.to_thread((stored or _NOBODY).matches, password)
+    return stored is not None and matched
 
 
 async def change(topics: TopicsFace, user: str, changes: Mapping[str, Credential | None]) -> None:

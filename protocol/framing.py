@@ -107,5 +107,10 @@ class FrameReader:
             raise FrameError(f"frame size {size} exceeds the limit of {self.frame_bytes_max} bytes")
 
 
+def api_key_of(frame: bytes | bytearray) -> int:
+    """A request frame's api key (the first two bytes of its header); -1 for a runt frame."""
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+
+
 def frame(payload: bytes) -> bytes:
     return SIZE.pack(len(payload)) + payload

@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...protocol.scram import SCRAM_SHA_256, SCRAM_SHA_512, Credential
 from ..oauth import TokenRefused, Tokens
-from ..sasl import Lookup, SaslSettings
+from ..sasl import SaslSettings
 from ..tls import TlsSettings
+from ..users import Lookup, password_matches
 from .auth import (
     LOGIN_PATH,
     LOGOUT_PATH,
@@ -57,9 +57,6 @@ logger = logging.getLogger(__name__)
 FAILURE_LOG_S = 10.0
 ENDPOINTS = {LOGIN_PATH: "POST", LOGOUT_PATH: "POST", SESSION_PATH: "GET"}
 FAILED = "invalid user name or password"
-# Checked when the user has no credential, so that an unknown user takes as long as a wrong
-# password (4096 rounds: Kafka's minimum, and what its tools make by default).
-_NOBODY = Credential.of_password(SCRAM_SHA_512, "", 4096, b"\0" * 32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +188,7 @@ class Gate:
 
     async def _password(self, user: str, password: str) -> str | None:
         """The principal, when `password` is the user's (None else, after as long)."""
-        stored = self.lookup(user, SCRAM_SHA_512) or self.lookup(user, SCRAM_SHA_256)
-        matched = await asyncio.to_thread((stored or _NOBODY).matches, password)
-        return f"User:{user}" if stored is not None and matched else None
+        return f"User:{user}" if await password_matches(self.lookup, user, password) else None
 
     async def _token(self, token: str) -> tuple[str, int]:
         if self.tokens is None:
