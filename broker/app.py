@@ -88,14 +88,15 @@ class Broker:
         # HTTP first, so that its address goes out with this node's registration (other brokers'
         # consoles and `martlet status` read it there); until Kafka's listener is bound, the
         # status it answers names no Kafka address.
+        # What SASL listeners and the HTTP port check logins with: one user store view, one JWKS cache.
+        self.verifier = Verifier(self.config.sasl, users.lookup_in(self.engine.topics), self.config.sasl.tokens())
         await self._start_http(ctx)
         listeners = listeners_of(self.config)
         contexts = ServerContexts(self.config.tls) if any(lis.protocol.tls for lis in listeners.all) else None
         await self._own_user()
-        verifier = Verifier(self.config.sasl, self.server.lookup, self.config.sasl.tokens())
         bound = [(listener, await self.server.start(listener.host, listener.port, Door(
                       listener.name, contexts if listener.protocol.tls else None,
-                      verifier if listener.protocol.sasl else None)))
+                      self.verifier if listener.protocol.sasl else None)))
                  for listener in listeners.all]
         self.address = bound[0][1]
         ctx.settings = _advertise(settings, listeners, bound)
@@ -151,7 +152,7 @@ class Broker:
             host, port = parse_address(self.config.http_listen)
             security = HttpSecurity(self.config.http, self.config.tls, self.config.sasl)  # [http] tls, login
             self.http_server = await start_http(self.http, host, port, optional=self.config.http_listen == HTTP_DEFAULT,
-                                                security=security)
+                                                security=security, verifier=self.verifier)
 
     def _published_http(self, advertised_host: str) -> str | None:
         """The HTTP address other brokers are told: the bound one, except that a wildcard host

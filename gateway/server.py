@@ -43,14 +43,12 @@ from typing import NamedTuple
 from ..protocol.codec import ANONYMOUS, Peer, ProtocolError
 from ..protocol.fetch_wire import Buffers
 from ..protocol.framing import CHUNK_BYTES, FrameError, FrameReader, api_key_of
-from ..protocol.scram import Credential
 from .connection_limits import ConnectionLimits, client_ip, file_bound
 from .dispatch import Dispatcher
 from .ordering import handled_with, reset
 from .principal_rules import NoMatchingRule
 from .sasl import RECEIVE_BYTES_MAX, Authenticator, Closing, Verifier
 from .tls import ServerContexts
-from .users import credential
 
 logger = logging.getLogger(__name__)
 READ_AHEAD_BYTES = 4 << 20  # whole frames read but not yet handled, per connection
@@ -153,10 +151,6 @@ class Server:
                 self._stop_accepting(recheck_s=RECHECK_S)
                 return
             self._admit(sock, client_ip(peer[0]), limits, door)
-
-    def lookup(self, user: str, mechanism: str) -> Credential | None:
-        """The user's stored credential of that mechanism, for SASL (gateway/users.py)."""
-        return credential(self.dispatcher.ctx.topics.dynamic, user, mechanism)
 
     def _admit(self, sock: socket.socket, ip: str, limits: ConnectionLimits, door: Door) -> None:
         allowed = limits.of_ip(ip)

@@ -50,6 +50,11 @@ def credential(dynamic: Dynamic, user: str, mechanism: str) -> Credential | None
     return credentials(dynamic, user).get(mechanism)
 
 
+def lookup_in(topics: TopicsFace) -> Lookup:
+    """The stored credentials as they stand at each call (SASL's and the HTTP port's logins)."""
+    return lambda user, mechanism: credential(topics.dynamic, user, mechanism)
+
+
 async def password_matches(lookup: Lookup, user: str, password: str) -> bool:
     """Whether `password` is the user's, checked against its SCRAM-SHA-512 (else SCRAM-SHA-256)
     credential off the event loop (PBKDF2's rounds): SASL/PLAIN's and the HTTP port's check."""

@@ -8,8 +8,8 @@ import logging
 import socket
 import time
 
-from ...protocol.scram import Credential
 from .. import users
+from ..sasl import Verifier
 from ..tls import ServerContexts, client_context
 from . import api, groups, messages, metrics, static
 from .auth import Sessions
@@ -65,11 +65,8 @@ class HttpPort:
         await self.server.stop()
 
 
-def gate_for(state: HttpState, security: HttpSecurity) -> Gate:
-    """Logins checked against the broker's user store and [sasl]'s OAUTHBEARER settings."""
-
-    def lookup(user: str, mechanism: str) -> Credential | None:
-        return users.credential(state.ctx.topics.dynamic, user, mechanism)
+def gate_for(state: HttpState, security: HttpSecurity, verifier: Verifier) -> Gate:
+    """Logins checked as the SASL listeners check them: the user store, [sasl]'s OAUTHBEARER tokens."""
 
     def port() -> int | None:
         bound = (state.http or "").rpartition(":")[2]
@@ -77,8 +74,8 @@ def gate_for(state: HttpState, security: HttpSecurity) -> Gate:
 
     settings = security.http
     sessions = Sessions(settings.session_ms, lambda: int(time.time() * 1000))
-    return Gate(settings, lookup, security.sasl.tokens() if settings.login else None,
-                security.sasl.failed_authentication_delay_ms, sessions, settings.tls, port)
+    return Gate(settings, verifier.lookup, verifier.tokens if settings.login else None,
+                verifier.settings.failed_authentication_delay_ms, sessions, settings.tls, port)
 
 
 def peer_access(security: HttpSecurity) -> PeerAccess:
@@ -90,14 +87,16 @@ def peer_access(security: HttpSecurity) -> PeerAccess:
 
 
 async def start_http(state: HttpState, host: str, port: int, *, optional: bool,
-                     security: HttpSecurity | None = None) -> HttpPort | None:
-    """Serve the HTTP port at host:port. When it cannot be bound: None with a warning if it is
+                     security: HttpSecurity | None = None, verifier: Verifier | None = None) -> HttpPort | None:
+    """Serve the HTTP port at host:port, its logins checked by `verifier` (the SASL listeners'
+    one; by default one of its own). When it cannot be bound: None with a warning if it is
     `optional` (the default address, which another broker on this machine may have), else
     OSError with the reason."""
     security = security or HttpSecurity()
+    verifier = verifier or Verifier(security.sasl, users.lookup_in(state.ctx.topics), security.sasl.tokens())
     history = groups.LagHistory(state)
     state.peers = peer_access(security)
-    server = HttpServer(router_for(state, history), hosts=OwnHosts(state, host), gate=gate_for(state, security),
+    server = HttpServer(router_for(state, history), hosts=OwnHosts(state, host), gate=gate_for(state, security, verifier),
                         tls=ServerContexts(security.tls) if security.http.tls else None)
     try:
         bound = await server.start(host, port)
